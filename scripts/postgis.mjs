@@ -1,0 +1,84 @@
+// Throwaway PostGIS cluster for tests and benchmarks: initdb in a temp directory, start on a free
+// loopback port, stop and remove on exit. PostgreSQL refuses to run as root, so as root the server
+// runs as the `postgres` user.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+function binDir () {
+  for (const v of ['17', '16', '15']) {
+    const d = `/usr/lib/postgresql/${v}/bin`
+    if (existsSync(join(d, 'initdb'))) return d
+  }
+  try {
+    return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+  } catch {
+    throw new Error('PostgreSQL server binaries not found (apt-get install postgresql-15 postgresql-15-postgis-3)')
+  }
+}
+
+function freePort () {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => resolve(port))
+    })
+  })
+}
+
+const asRoot = process.getuid?.() === 0
+function run (cmd, args, opts = {}) {
+  const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]
+  const r = spawnSync(file, argv, { encoding: 'utf8', ...opts })
+  if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr || r.stdout}`)
+  return r.stdout
+}
+
+/** Starts a cluster; returns { url, stop }. `stop` is idempotent. */
+export async function startPostgis ({ log = () => {} } = {}) {
+  const bin = binDir()
+  const dir = mkdtempSync(join(tmpdir(), 'source-registry-pg-'))
+  if (asRoot) chownSync(dir, ...uidGid('postgres'))
+  const data = join(dir, 'data')
+  const port = await freePort()
+  log(`initdb ${data}`)
+  run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'])
+  writeFileSync(join(data, 'postgresql.auto.conf'), [
+    `listen_addresses = '127.0.0.1'`, `port = ${port}`, `unix_socket_directories = '${dir}'`,
+    'fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'max_connections = 200',
+    'shared_buffers = 256MB', ''
+  ].join('\n'))
+  if (asRoot) chownSync(join(data, 'postgresql.auto.conf'), ...uidGid('postgres'))
+  run(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start'])
+  log(`PostGIS listening on 127.0.0.1:${port}`)
+  let stopped = false
+  const stop = () => {
+    if (stopped) return
+    stopped = true
+    try { run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']) } catch { /* already gone */ }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, stop }
+}
+
+function uidGid (user) {
+  const uid = Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }))
+  const gid = Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }))
+  return [uid, gid]
+}
+
+export function hasServerBinaries () {
+  try { binDir(); return true } catch { return false }
+}
+
+export function hasPostgisExtension () {
+  try {
+    const share = execFileSync(join(binDir(), 'pg_config'), ['--sharedir'], { encoding: 'utf8' }).trim()
+    return readdirSync(join(share, 'extension')).includes('postgis.control')
+  } catch { return false }
+}

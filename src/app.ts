@@ -1,0 +1,62 @@
+// buildApp(config) → a ready FastifyInstance. Never listens: server.ts does, tests inject.
+// Registration order: infrastructure plugins, shared services, then routes.
+import Fastify, { type FastifyServerOptions } from 'fastify'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Kysely } from 'kysely'
+import { randomUUID } from 'node:crypto'
+import type { Config } from './config.js'
+import type { Database } from './db/database.js'
+import { ApiError, errorHandler } from './errors.js'
+import dbPlugin from './plugins/db.js'
+import authPlugin from './plugins/auth.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import healthRoutes from './health.routes.js'
+import tokenRoutes from './accounts/token.routes.js'
+import sourcesRoutes from './sources/sources.routes.js'
+
+export interface AppOptions {
+  config: Config
+  /** An existing Kysely instance (tests); by default one is made from config.DATABASE_URL. */
+  db?: Kysely<Database>
+  logger?: FastifyServerOptions['logger']
+}
+
+export async function buildApp ({ config, db, logger = false }: AppOptions) {
+  const app = Fastify({
+    logger,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY,
+    genReqId: () => randomUUID(),
+    requestTimeout: 60_000,
+    routerOptions: { ignoreTrailingSlash: true },
+    // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } }
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // JSON only: without its default text/plain parser, any other media type is a 415.
+  app.removeContentTypeParser('text/plain')
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler((request, reply) => {
+    errorHandler(new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`), request, reply)
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Source Registry', version: '1.0.0', description: 'Register areas (GeoJSON polygons) with a validity period.' },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
+    }
+  })
+  await app.register(dbPlugin, { config, db })
+  await app.register(authPlugin, { config })
+  await app.register(rateLimitPlugin, { config })
+
+  await app.register(healthRoutes)
+  await app.register(tokenRoutes, { config })
+  await app.register(sourcesRoutes, { config })
+  app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async () => app.swagger())
+
+  return app
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>

@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+// Ops commands: migrate; account add|list|disable|enable|passwd. Reads DATABASE_URL. Passwords
+// come from standard input (--password-stdin), never from the command line.
+import { parseArgs } from 'node:util'
+import type { Kysely } from 'kysely'
+import { connect } from './db/connect.js'
+import { ROLES, type Database, type Role } from './db/database.js'
+import { migrate } from './db/migrate.js'
+import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
+import { hashPassword, passwordProblem } from './accounts/passwords.js'
+
+const USAGE = `usage: source-registry <command>
+  migrate                                   apply pending sql/ migrations
+  account add --email E --org O --role R --password-stdin
+                                            create an account (role: ${ROLES.join(' | ')})
+  account list [--json]                     list accounts
+  account disable --email E                 disable an account (its tokens stop within 60 s)
+  account enable --email E                  enable it again
+  account passwd --email E --password-stdin set a new password (older tokens stop working)
+environment: DATABASE_URL (required)`
+
+class UsageError extends Error {}
+
+const out = (text: string): void => { process.stdout.write(`${text}\n`) }
+
+async function readPassword (): Promise<string> {
+  if (process.stdin.isTTY) throw new UsageError('--password-stdin expects the password on standard input (e.g. printf %s "$PW" | …)')
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  const password = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  const problem = passwordProblem(password)
+  if (problem !== undefined) throw new UsageError(problem)
+  return password
+}
+
+function need (value: string | undefined, flag: string): string {
+  if (value === undefined || value.trim() === '') throw new UsageError(`${flag} is required`)
+  return value.trim()
+}
+
+async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      email: { type: 'string' },
+      org: { type: 'string' },
+      role: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  })
+  const [command, sub] = positionals
+  if (values.help === true || command === undefined) { out(USAGE); return }
+
+  if (command === 'migrate') {
+    const { applied, skipped } = await migrate(db)
+    out(applied.length === 0 ? `database is up to date (${skipped.length} migrations already applied)` : `applied ${applied.join(', ')}`)
+    return
+  }
+  if (command !== 'account') throw new UsageError(`unknown command "${command}"`)
+
+  switch (sub) {
+    case 'add': {
+      const email = need(values.email, '--email')
+      const organisation = need(values.org, '--org')
+      const role = need(values.role, '--role') as Role
+      if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
+      if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
+      const password = await readPassword()
+      try {
+        const account = await insertAccount(db, { email, organisation, role, passwordHash: await hashPassword(password) })
+        out(`created ${account.role} ${account.email} (${account.organisation}), id ${account.id}`)
+      } catch (err) {
+        const constraint = (err as { constraint?: string }).constraint
+        if (constraint === 'accounts_email_lower_key') throw new UsageError(`an account with e-mail ${email} already exists`)
+        if (constraint === 'accounts_email_format') throw new UsageError(`"${email}" is not an e-mail address`)
+        if (constraint === 'accounts_organisation_not_blank') throw new UsageError('--org must be 1 to 256 characters, not blank')
+        throw err
+      }
+      return
+    }
+    case 'list': {
+      const accounts = await listAccounts(db)
+      if (values.json === true) { out(JSON.stringify(accounts, null, 2)); return }
+      out(['email', 'role', 'organisation', 'status', 'created_at'].join('\t'))
+      for (const a of accounts) out([a.email, a.role, a.organisation, a.disabled ? 'disabled' : 'active', a.created_at.toISOString()].join('\t'))
+      return
+    }
+    case 'disable':
+    case 'enable': {
+      const email = need(values.email, '--email')
+      if (!await setAccountDisabled(db, email, sub === 'disable')) throw new UsageError(`no account with e-mail ${email}`)
+      out(`${sub}d ${email}`)
+      return
+    }
+    case 'passwd': {
+      const email = need(values.email, '--email')
+      if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
+      const password = await readPassword()
+      if (!await setAccountPassword(db, email, await hashPassword(password))) throw new UsageError(`no account with e-mail ${email}`)
+      out(`password changed for ${email}; tokens issued before now no longer work`)
+      return
+    }
+    default:
+      throw new UsageError(`unknown account command "${sub ?? ''}" (add, list, disable, enable, passwd)`)
+  }
+}
+
+async function main (): Promise<number> {
+  const argv = process.argv.slice(2)
+  if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) { out(USAGE); return argv.length === 0 ? 2 : 0 }
+  const url = process.env.DATABASE_URL
+  if (url === undefined || url === '') { process.stderr.write('error: DATABASE_URL is not set\n'); return 2 }
+  const db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
+  try {
+    await run(db, argv)
+    return 0
+  } catch (err) {
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+    process.stderr.write(`error: ${(err as Error).message}\n`)
+    return usage ? 2 : 1
+  } finally {
+    await db.destroy()
+  }
+}
+
+process.exitCode = await main()

@@ -1,0 +1,29 @@
+// Builds the pg pool and the Kysely instance over it. Every connection runs in UTC so timestamps
+// without an explicit zone can never be read in a server's local time.
+import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import type { Database } from './database.js'
+
+export interface ConnectOptions {
+  url: string
+  poolMax?: number
+  connectTimeoutMs?: number
+  statementTimeoutMs?: number
+  onPoolError?: (err: Error) => void
+}
+
+export function connect (opts: ConnectOptions): Kysely<Database> {
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolMax ?? 10,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 2000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: opts.statementTimeoutMs ?? 30_000,
+    options: '-c TimeZone=UTC',
+    application_name: 'source-registry'
+  })
+  // An idle client whose server went away emits 'error' on the pool; without a listener that
+  // would crash the process. The pool drops the client and opens a new one on the next query.
+  pool.on('error', opts.onPoolError ?? (() => {}))
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+}

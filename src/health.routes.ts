@@ -1,0 +1,30 @@
+// GET /health (the process is up) and GET /ready (the database answers), unauthenticated and
+// not rate limited, for load balancers and orchestrators.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
+import { ApiError, errorResponses } from './errors.js'
+
+const StatusSchema = Type.Object({ status: Type.Literal('ok') })
+
+const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/health', {
+    config: { rateLimit: false },
+    schema: { summary: 'Liveness', response: { 200: StatusSchema } }
+  }, async () => ({ status: 'ok' as const }))
+
+  app.get('/ready', {
+    config: { rateLimit: false },
+    schema: { summary: 'Readiness: the database answers', response: { 200: StatusSchema, ...errorResponses(503) } }
+  }, async (request) => {
+    try {
+      await sql`SELECT 1`.execute(app.db)
+    } catch (err) {
+      request.log.warn({ err }, 'readiness check failed')
+      throw new ApiError('SERVICE_UNAVAILABLE', 'The database is not reachable.', { headers: { 'retry-after': '5' } })
+    }
+    return { status: 'ok' as const }
+  })
+}
+
+export default healthRoutes

@@ -1,0 +1,117 @@
+// SQL for sources. A whole FeatureCollection is one set-based INSERT … SELECT FROM unnest(…),
+// so it is atomic and costs one round trip whatever the number of features. When the database
+// rejects it, diagnoseSources evaluates each constraint per feature to say which one failed.
+import { type Kysely, type Transaction, sql } from 'kysely'
+import type { Database } from '../db/database.js'
+import { isoUtc, rangeLower, rangeUpper, stAsGeoJson, stGeodesicArea } from '../db/postgis.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export interface NewSource {
+  id: string
+  featureId: string
+  geomEwkbHex: string
+  startAt: string
+  endAt: string
+}
+
+export interface Owner { organisation: string, accountId: string }
+
+/** Who may see a source: one organisation, or every organisation (admins). */
+export type Scope = { organisation: string } | 'all'
+
+export interface SourceRow {
+  id: string
+  feature_id: string
+  organisation: string
+  geometry: string
+  start_at: string
+  end_at: string
+  created_at: string
+  area_m2: number
+}
+
+function unnestSources (sources: NewSource[]) {
+  return sql`unnest(
+    ${sources.map((s) => s.id)}::text[],
+    ${sources.map((s) => s.featureId)}::text[],
+    ${sources.map((s) => s.geomEwkbHex)}::text[],
+    ${sources.map((s) => s.startAt)}::timestamptz[],
+    ${sources.map((s) => s.endAt)}::timestamptz[]
+  ) WITH ORDINALITY AS t(id, feature_id, geom, start_at, end_at, ord)`
+}
+
+export async function insertSources (db: Db, owner: Owner, sources: NewSource[]): Promise<void> {
+  await sql`
+    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+    SELECT t.id, t.feature_id, ${owner.organisation}, ${owner.accountId}::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)')
+    FROM ${unnestSources(sources)}`.execute(db)
+}
+
+export interface SourceDiagnosis {
+  index: number
+  valid: boolean
+  reason: string | null
+  location: [number, number] | null
+  ring: number | null
+  inWindow: boolean
+  existingId: string | null
+  windowStart: string
+  windowEnd: string
+}
+
+/** Per feature, what the constraints of `sources` say about it (run after an INSERT was rejected). */
+export async function diagnoseSources (db: Db, organisation: string, sources: NewSource[]): Promise<SourceDiagnosis[]> {
+  const { rows } = await sql<{
+    ord: string, valid: boolean, reason: string | null, x: number | null, y: number | null, ring: number | null,
+    in_window: boolean, existing_id: string | null, window_start: string, window_end: string
+  }>`
+    SELECT t.ord, v.valid, v.reason, ST_X(v.location) AS x, ST_Y(v.location) AS y,
+      CASE WHEN v.location IS NOT NULL THEN (
+        SELECT r.path[1] FROM ST_DumpRings(t.geom::geometry) AS r
+        ORDER BY ST_Distance(ST_Boundary(r.geom), ST_SetSRID(v.location, 4326)) LIMIT 1) END AS ring,
+      tstzrange(t.start_at, t.end_at, '[)') <@ sources_period_window() AS in_window,
+      (SELECT s.id FROM sources AS s
+        WHERE s.organisation = ${organisation} AND s.feature_id = t.feature_id
+          AND s.period && tstzrange(t.start_at, t.end_at, '[)')
+        ORDER BY s.created_at LIMIT 1) AS existing_id,
+      ${isoUtc(rangeLower(sql`sources_period_window()`))} AS window_start,
+      ${isoUtc(rangeUpper(sql`sources_period_window()`))} AS window_end
+    FROM ${unnestSources(sources)}
+    CROSS JOIN LATERAL ST_IsValidDetail(t.geom::geometry) AS v
+    ORDER BY t.ord`.execute(db)
+  return rows.map((r) => ({
+    index: Number(r.ord) - 1,
+    valid: r.valid,
+    reason: r.reason,
+    location: r.x === null || r.y === null ? null : [r.x, r.y],
+    ring: r.ring,
+    inWindow: r.in_window,
+    existingId: r.existing_id,
+    windowStart: r.window_start,
+    windowEnd: r.window_end
+  }))
+}
+
+export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
+  const query = db.selectFrom('sources')
+    .select((eb) => [
+      'id', 'feature_id', 'organisation',
+      stAsGeoJson(eb.ref('geom')).as('geometry'),
+      isoUtc(rangeLower(eb.ref('period'))).as('start_at'),
+      isoUtc(rangeUpper(eb.ref('period'))).as('end_at'),
+      isoUtc(eb.ref('created_at')).as('created_at'),
+      stGeodesicArea(eb.ref('geom')).as('area_m2')
+    ])
+    .where('id', '=', id)
+    .$if(scope !== 'all', (q) => q.where('organisation', '=', (scope as { organisation: string }).organisation))
+  return query.executeTakeFirst()
+}
+
+/** Returns false when no source with that id is visible in the scope. */
+export async function deleteSource (db: Db, id: string, scope: Scope): Promise<boolean> {
+  const result = await db.deleteFrom('sources').where('id', '=', id)
+    .$if(scope !== 'all', (q) => q.where('organisation', '=', (scope as { organisation: string }).organisation))
+    .executeTakeFirst()
+  return result.numDeletedRows > 0n
+}

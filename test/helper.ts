@@ -1,0 +1,123 @@
+// Test helpers: a database of its own per test file (cloned from the migrated template that
+// `npm test` prepares), the app built against it with a plain config, accounts and logins.
+import { randomBytes } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import pg from 'pg'
+import { buildApp, type App } from '../src/app.js'
+import type { Config } from '../src/config.js'
+import { connect } from '../src/db/connect.js'
+import type { Database, Role } from '../src/db/database.js'
+import { insertAccount } from '../src/accounts/accounts.repository.js'
+import { hashPassword } from '../src/accounts/passwords.js'
+
+type Tap = { teardown: (fn: () => unknown) => void }
+
+const adminUrl = process.env.TEST_ADMIN_URL
+const templateDb = process.env.TEST_TEMPLATE_DB
+
+export function databaseUrl (name: string): string {
+  if (adminUrl === undefined) throw new Error('TEST_ADMIN_URL is not set: run the tests with `npm test`')
+  const u = new URL(adminUrl)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+export async function adminQuery (text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl })
+  await client.connect()
+  try { await client.query(text) } finally { await client.end() }
+}
+
+/** A fresh database for this test file: migrated (from the template) unless `empty`. Dropped on teardown. */
+export async function createDatabase (t: Tap, { empty = false } = {}): Promise<string> {
+  if (templateDb === undefined) throw new Error('TEST_TEMPLATE_DB is not set: run the tests with `npm test`')
+  const name = `sr_test_${randomBytes(6).toString('hex')}`
+  await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${empty ? 'template0' : templateDb}`)
+  t.teardown(() => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  return databaseUrl(name)
+}
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!'
+
+export function testConfig (overrides: Partial<Config> = {}): Config {
+  return Object.freeze({
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: 0,
+    LOG_LEVEL: 'silent',
+    TRUST_PROXY: false,
+    DATABASE_URL: 'postgres://unused',
+    DB_POOL_MAX: 5,
+    DB_CONNECT_TIMEOUT_MS: 1000,
+    DB_STATEMENT_TIMEOUT_MS: 10000,
+    JWT_SECRET: TEST_SECRET,
+    JWT_ISSUER: 'source-registry',
+    JWT_AUDIENCE: 'source-registry',
+    TOKEN_TTL_SECONDS: 3600,
+    ACCOUNT_CACHE_TTL_SECONDS: 0,
+    MAX_FEATURES: 1000,
+    BODY_LIMIT_BYTES: 10 * 1024 * 1024,
+    RATE_LIMIT_MAX: 100000,
+    RATE_LIMIT_WINDOW_SECONDS: 60,
+    LOGIN_MAX_FAILURES: 1000,
+    LOGIN_FAILURE_WINDOW_SECONDS: 900,
+    ...overrides
+  })
+}
+
+export interface TestApp { app: App, db: Kysely<Database>, url: string }
+
+/** The app on a fresh migrated database (or `url`), closed on teardown. */
+export async function build (t: Tap, overrides: Partial<Config> = {}, { url }: { url?: string } = {}): Promise<TestApp> {
+  const dbUrl = url ?? await createDatabase(t)
+  const config = testConfig({ DATABASE_URL: dbUrl, ...overrides })
+  const app = await buildApp({ config })
+  await app.ready()
+  t.teardown(() => app.close())
+  return { app, db: app.db, url: dbUrl }
+}
+
+export function directDb (t: Tap, url: string): Kysely<Database> {
+  const db = connect({ url, poolMax: 2 })
+  t.teardown(() => db.destroy())
+  return db
+}
+
+export const PASSWORD = 'correct horse battery staple'
+
+let counter = 0
+export async function addAccount (db: Kysely<Database>, { role = 'editor', organisation = 'org-a', email, password = PASSWORD }: { role?: Role, organisation?: string, email?: string, password?: string } = {}) {
+  const account = await insertAccount(db, {
+    email: email ?? `${role}-${++counter}-${randomBytes(3).toString('hex')}@example.org`,
+    role,
+    organisation,
+    passwordHash: await hashPassword(password)
+  })
+  return { ...account, password }
+}
+
+export async function login (app: App, email: string, password = PASSWORD): Promise<string> {
+  const res = await app.inject({ method: 'POST', url: '/token', payload: { email, password } })
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)
+  return (res.json() as { token: string }).token
+}
+
+/** An account of the given role and organisation, and a bearer header for it. */
+export async function session (t: TestApp, role: Role = 'editor', organisation = 'org-a') {
+  const account = await addAccount(t.db, { role, organisation })
+  const token = await login(t.app, account.email)
+  return { account, token, headers: { authorization: `Bearer ${token}` } }
+}
+
+// A 1°×1° square with its lower-left corner at (x, y), counter-clockwise, closed.
+export function square (x = 10, y = 50, size = 1): number[][][] {
+  return [[[x, y], [x + size, y], [x + size, y + size], [x, y + size], [x, y]]]
+}
+
+export function feature (id: string, { coordinates = square(), start = '2024-01-01T00:00:00Z', end = '2024-12-31T00:00:00Z' }: { coordinates?: unknown, start?: unknown, end?: unknown } = {}) {
+  return { type: 'Feature', id, properties: { start_at: start, end_at: end }, geometry: { type: 'Polygon', coordinates } }
+}
+
+export function collection (...features: unknown[]) {
+  return { type: 'FeatureCollection', features }
+}
