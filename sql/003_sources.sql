@@ -24,7 +24,7 @@ CREATE TABLE sources (
   period       tstzrange   NOT NULL
     CONSTRAINT sources_period_not_empty CHECK (NOT isempty(period))
     CONSTRAINT sources_period_finite CHECK (NOT lower_inf(period) AND NOT upper_inf(period))
-    CONSTRAINT sources_period_bounds CHECK (lower_inc(period) AND NOT upper_inc(period))
+    CONSTRAINT sources_period_bounds CHECK (isempty(period) OR (lower_inc(period) AND NOT upper_inc(period)))
     CONSTRAINT sources_period_start_before_end CHECK (lower(period) < upper(period))
     CONSTRAINT sources_period_in_window CHECK (period <@ sources_period_window()),
   created_at   timestamptz NOT NULL DEFAULT now(),

@@ -120,8 +120,9 @@ export function validationDetails (issues: ValidationIssue[], context: string | 
     } else if (issue.keyword === 'enum') {
       message = `must be one of ${JSON.stringify(issue.params.allowedValues)}`
     }
-    const prefix = context === 'querystring' ? '?' : ''
-    return { pointer: prefix + pointer, message, ...featureOf(pointer, context === 'body' ? body : undefined) }
+    // Query parameters are named "?id"; body problems are JSON pointers ("/features/0/id").
+    if (context === 'querystring') pointer = `?${pointer.slice(1)}`
+    return { pointer, message, ...featureOf(pointer, context === 'body' ? body : undefined) }
   })
 }
 

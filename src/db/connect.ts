@@ -22,8 +22,11 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
     options: '-c TimeZone=UTC',
     application_name: 'source-registry'
   })
-  // An idle client whose server went away emits 'error' on the pool; without a listener that
-  // would crash the process. The pool drops the client and opens a new one on the next query.
-  pool.on('error', opts.onPoolError ?? (() => {}))
+  // A client whose server goes away emits 'error': on the pool when it is idle, on the client
+  // itself when it is checked out for a query (the query also rejects). Without listeners either
+  // would crash the process; with them the pool drops the client and opens a new one later.
+  const onError = opts.onPoolError ?? (() => {})
+  pool.on('error', onError)
+  pool.on('connect', (client) => { client.on('error', onError) })
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
 }

@@ -56,7 +56,7 @@ const GET_TOKEN = 'Obtain a new token with POST /token.'
 export default fp<{ config: Config }>(async (app, { config }) => {
   await app.register(fastifyJwt, {
     secret: config.JWT_SECRET,
-    sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS * 1000, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
+    sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
     verify: {
       algorithms: ['HS256'],
       allowedIss: config.JWT_ISSUER,

@@ -1,5 +1,5 @@
-// Request rate limits via @fastify/rate-limit, with its standard headers. Runs at preHandler, after
-// authentication, so an authenticated request counts against its account (shared by every
+// Request rate limits via @fastify/rate-limit, with its standard headers. Runs at preParsing: after
+// authentication (onRequest) and before the body is read, so an authenticated request counts against its account (shared by every
 // address it comes from) and an unauthenticated one (POST /token) against its client address.
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
@@ -9,7 +9,7 @@ import { ApiError } from '../errors.js'
 export default fp<{ config: Config }>(async (app, { config }) => {
   await app.register(rateLimit, {
     global: true,
-    hook: 'preHandler',
+    hook: 'preParsing',
     max: config.RATE_LIMIT_MAX,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
     keyGenerator: (request) => request.account?.id !== undefined ? `account:${request.account.id}` : `ip:${request.ip}`,

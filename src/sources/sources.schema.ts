@@ -6,6 +6,7 @@ export const SOURCE_ID_PATTERN = '^src_[0-9A-Za-z]{13,64}$'
 export const SourceIdSchema = Type.String({ pattern: SOURCE_ID_PATTERN, description: 'Service-assigned identifier: "src_" + base62.' })
 export const FeatureIdSchema = Type.String({ minLength: 1, maxLength: 256, description: 'The client\'s own identifier for the source.' })
 export const DateTimeInputSchema = Type.String({ minLength: 1, maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or a date alone (midnight UTC).' })
+export const UtcDateTimeSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$', description: 'ISO 8601 in UTC, e.g. 2024-05-01T12:00:00Z.' })
 const BboxSchema = Type.Array(Type.Number(), { minItems: 4 })
 
 // [longitude, latitude] or [longitude, latitude, altitude]; ranges and closure are checked in geojson.ts.
@@ -53,9 +54,9 @@ export const SourceFeatureSchema = Type.Object({
   }),
   properties: Type.Object({
     feature_id: FeatureIdSchema,
-    start_at: Type.String({ format: 'date-time' }),
-    end_at: Type.String({ format: 'date-time' }),
-    created_at: Type.String({ format: 'date-time' }),
+    start_at: UtcDateTimeSchema,
+    end_at: UtcDateTimeSchema,
+    created_at: UtcDateTimeSchema,
     organisation: Type.String(),
     area_m2: Type.Number({ description: 'Geodesic area on the WGS 84 spheroid, square metres.' })
   })

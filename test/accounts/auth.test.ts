@@ -1,0 +1,84 @@
+// Bearer authentication on the protected endpoints: every way a token can be wrong is a 401
+// with WWW-Authenticate; disabled accounts and changed passwords end their tokens.
+import t from 'tap'
+import { createSigner } from 'fast-jwt'
+import { setAccountDisabled, setAccountPassword } from '../../src/accounts/accounts.repository.js'
+import { hashPassword } from '../../src/accounts/passwords.js'
+import { addAccount, build, login, TEST_SECRET } from '../helper.js'
+
+const ctx = await build(t)
+const { app, db } = ctx
+const account = await addAccount(db, { role: 'viewer', organisation: 'org-a' })
+const good = await login(app, account.email)
+const unknownId = 'src_0000000000000000000000'
+
+const call = (authorization?: string) => app.inject({ method: 'GET', url: `/sources/?id=${unknownId}`, headers: authorization === undefined ? {} : { authorization } })
+
+const claims = { sub: account.id, org: 'org-a', role: 'viewer', iss: 'source-registry', aud: 'source-registry' }
+
+t.test('a valid token passes (404 for the unknown id), in every accepted header shape', async (t) => {
+  for (const header of [`Bearer ${good}`, `bearer ${good}`, `BEARER  ${good}`, good]) {
+    t.equal((await call(header)).statusCode, 404, header.slice(0, 10))
+  }
+})
+
+t.test('401 with WWW-Authenticate and advice for every bad token', async (t) => {
+  const sign = (opts: object, payload: object = claims) => createSigner({ key: TEST_SECRET, ...opts })(payload)
+  const cases: Array<[string, string | undefined, RegExp]> = [
+    ['missing', undefined, /Missing Authorization/],
+    ['empty', '', /Missing Authorization/],
+    ['Basic scheme', 'Basic dXNlcjpwYXNz', /Malformed/],
+    ['garbage', 'Bearer not-a-token', /invalid/],
+    ['wrong signature', `Bearer ${createSigner({ key: 'another-secret-that-is-32-bytes-long!!' })(claims)}`, /invalid/],
+    ['alg none', `Bearer ${createSigner({ algorithm: 'none' })(claims)}`, /invalid/],
+    ['HS512', `Bearer ${sign({ algorithm: 'HS512' })}`, /invalid/],
+    ['expired', `Bearer ${sign({ expiresIn: 1, clockTimestamp: Date.now() - 60_000 })}`, /expired/],
+    ['no exp', `Bearer ${sign({})}`, /invalid/],
+    ['wrong audience', `Bearer ${sign({ expiresIn: 60_000 }, { ...claims, aud: 'someone-else' })}`, /invalid/],
+    ['wrong issuer', `Bearer ${sign({ expiresIn: 60_000 }, { ...claims, iss: 'someone-else' })}`, /invalid/],
+    ['truncated', `Bearer ${good.slice(0, -5)}`, /invalid/]
+  ]
+  for (const [name, header, message] of cases) {
+    const res = await call(header)
+    t.equal(res.statusCode, 401, name)
+    t.match(res.json(), { status: 401, code: 'UNAUTHORIZED', message }, name)
+    t.match(res.json().message, /POST \/token/, `${name}: says what to do`)
+    t.match(res.headers['www-authenticate'], /^Bearer realm="source-registry"/, name)
+  }
+})
+
+t.test('a disabled account\'s tokens stop working; enabling restores them', async (t) => {
+  const other = await addAccount(db, { role: 'viewer' })
+  const token = await login(app, other.email)
+  t.equal((await call(`Bearer ${token}`)).statusCode, 404)
+  await setAccountDisabled(db, other.email, true)
+  const res = await call(`Bearer ${token}`)
+  t.equal(res.statusCode, 401)
+  t.match(res.json().message, /disabled/)
+  await setAccountDisabled(db, other.email, false)
+  t.equal((await call(`Bearer ${token}`)).statusCode, 404)
+})
+
+t.test('with the account cache, a disabled account is refused once the TTL has passed', async (t) => {
+  const cached = await build(t, { ACCOUNT_CACHE_TTL_SECONDS: 1 }, { url: ctx.url })
+  const other = await addAccount(db, { role: 'viewer' })
+  const token = await login(cached.app, other.email)
+  const callCached = () => cached.app.inject({ method: 'GET', url: `/sources/?id=${unknownId}`, headers: { authorization: `Bearer ${token}` } })
+  t.equal((await callCached()).statusCode, 404)
+  await setAccountDisabled(db, other.email, true)
+  t.equal((await callCached()).statusCode, 404, 'still cached: no database read on this request')
+  await new Promise((resolve) => setTimeout(resolve, 1100))
+  t.equal((await callCached()).statusCode, 401, 'refused after the TTL')
+})
+
+t.test('changing the password ends older tokens', async (t) => {
+  const other = await addAccount(db, { role: 'viewer' })
+  const token = await login(app, other.email)
+  // iat has one-second resolution: make sure the change is in a later second than the token.
+  await new Promise((resolve) => setTimeout(resolve, 1100))
+  await setAccountPassword(db, other.email, await hashPassword('a brand new password'))
+  const res = await call(`Bearer ${token}`)
+  t.equal(res.statusCode, 401)
+  t.match(res.json().message, /password changed/)
+  t.equal((await call(`Bearer ${await login(app, other.email, 'a brand new password')}`)).statusCode, 404)
+})

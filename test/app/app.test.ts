@@ -1,0 +1,66 @@
+// App-level behaviour that needs no database (the db decorator is a stub that fails loudly):
+// health, OpenAPI, config validation, 404s, the generic 500 and rate limiting of unauthenticated calls.
+import t, { type Test } from 'tap'
+import { Kysely, PostgresDialect } from 'kysely'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import type { Database } from '../../src/db/database.js'
+import { testConfig } from '../helper.js'
+
+// A Kysely whose every query fails as a bug would (not as an outage): nothing here may touch it.
+const stubDb = new Kysely<Database>({
+  dialect: new PostgresDialect({ pool: { connect: async () => { throw new Error('stub database: no query expected') }, end: async () => {} } as never })
+})
+
+async function stubApp (t: Test, overrides = {}) {
+  const app = await buildApp({ config: testConfig(overrides), db: stubDb })
+  t.teardown(() => app.close())
+  return app
+}
+
+t.test('/health, /openapi.json', async (t) => {
+  const app = await stubApp(t)
+  const health = await app.inject({ method: 'GET', url: '/health' })
+  t.same(health.json(), { status: 'ok' })
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json()
+  t.equal(doc.openapi.slice(0, 2), '3.')
+  t.ok(doc.paths['/sources'].post.responses['422'], 'error statuses are documented')
+  t.ok(doc.paths['/token'].post.responses['401'])
+})
+
+t.test('an unexpected error is a generic 500 citing the request id, with no internals', async (t) => {
+  const app = await stubApp(t)
+  const res = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(res.statusCode, 503, 'readiness reports any database failure as 503')
+  const login = await app.inject({ method: 'POST', url: '/token', payload: { email: 'a@b.c', password: 'whatever' } })
+  t.equal(login.statusCode, 500)
+  const body = login.json()
+  t.match(body, { status: 500, code: 'INTERNAL_ERROR', message: /^Internal server error \(request [0-9a-f-]{36}\)\.$/, request_id: /^[0-9a-f-]{36}$/ })
+  t.notMatch(login.body, /stub database|\.ts|\.js|at /)
+})
+
+t.test('rate limit: unauthenticated calls count per address; 429 with standard headers', async (t) => {
+  const app = await stubApp(t, { RATE_LIMIT_MAX: 2 })
+  const call = () => app.inject({ method: 'POST', url: '/token', payload: {} })
+  t.equal((await call()).statusCode, 400)
+  const second = await call()
+  t.equal(second.headers['x-ratelimit-limit'], '2')
+  t.equal(second.headers['x-ratelimit-remaining'], '0')
+  const third = await call()
+  t.equal(third.statusCode, 429)
+  t.match(third.json(), { status: 429, code: 'TOO_MANY_REQUESTS', message: /Rate limit exceeded/ })
+  t.ok(Number(third.headers['retry-after']) > 0)
+  t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'health checks are never limited')
+})
+
+t.test('config: defaults, and one clear line for a missing or bad variable', async (t) => {
+  const secret = 'x'.repeat(32)
+  const config = loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret })
+  t.match(config, { HOST: '127.0.0.1', PORT: 3000, TOKEN_TTL_SECONDS: 3600, MAX_FEATURES: 1000, BODY_LIMIT_BYTES: 10485760 })
+  t.ok(Object.isFrozen(config))
+  t.throws(() => loadConfig({ JWT_SECRET: secret }), /invalid configuration: .*DATABASE_URL/)
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x' }), /JWT_SECRET/)
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: 'short' }), /JWT_SECRET must NOT have fewer than 32 characters/)
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, PORT: 'eighty' }), /PORT/)
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, ACCOUNT_CACHE_TTL_SECONDS: '120' }), /ACCOUNT_CACHE_TTL_SECONDS/)
+})
