@@ -136,7 +136,8 @@ export function featureOf (pointer: string, body: unknown): { feature_index?: nu
   return typeof id === 'string' ? { feature_index: index, feature_id: id } : { feature_index: index }
 }
 
-function summarise (details: ErrorDetail[]): string {
+/** One line for the `message` of a validation error: the first problem, and how many more. */
+export function summarise (details: ErrorDetail[]): string {
   const first = details[0]
   if (first === undefined) return 'The request is invalid.'
   const more = details.length > 1 ? ` (and ${details.length - 1} more problem${details.length > 2 ? 's' : ''})` : ''

@@ -1,7 +1,7 @@
 // POST /sources, GET /sources/?id=, DELETE /sources/?id= (with or without the trailing slash).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
-import { ApiError, type ErrorDetail, errorResponses } from '../errors.js'
+import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { newSourceId } from './source-id.js'
@@ -81,10 +81,8 @@ async function explainRejection (app: Parameters<FastifyPluginAsyncTypebox>[0], 
     feature_id: featureIdOf(d.index)
   }))
   const details = [...geometry, ...period].slice(0, 100)
-  const first = details[0]
-  if (first === undefined) return err
-  const more = details.length > 1 ? ` (and ${details.length - 1} more problem${details.length > 2 ? 's' : ''})` : ''
-  return new ApiError(geometry.length > 0 ? 'INVALID_GEOMETRY' : 'INVALID_PERIOD', `${first.pointer} ${first.message}${more}`, { details })
+  if (details.length === 0) return err
+  return new ApiError(geometry.length > 0 ? 'INVALID_GEOMETRY' : 'INVALID_PERIOD', summarise(details), { details })
 }
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
@@ -101,11 +99,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
     }
   }, async (request, reply) => {
     const checked = checkFeatureCollection(request.body)
-    if (!checked.ok) {
-      const first = checked.details[0] as ErrorDetail
-      const more = checked.details.length > 1 ? ` (and ${checked.details.length - 1} more problem${checked.details.length > 2 ? 's' : ''})` : ''
-      throw new ApiError(checked.code, `${first.pointer} ${first.message}${more}`, { details: checked.details })
-    }
+    if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
     const account = request.account
     const sources: NewSource[] = checked.features.map((f) => ({ id: newSourceId(), featureId: f.featureId, geomEwkbHex: f.geomEwkbHex, startAt: f.startAt, endAt: f.endAt }))
     try {
