@@ -1,13 +1,26 @@
-// The test command. Uses TEST_DATABASE_URL (a PostGIS server whose user may create databases)
-// when given; otherwise starts a throwaway PostGIS cluster and removes it afterwards. Creates a
-// migrated template database (through the CLI's `migrate`), then runs tap; each test file clones
-// the template into a database of its own.
+// The test command. Runs the tap suite against one backend:
+//   embedded (default): the in-process PGlite + PostGIS database, nothing to install;
+//   server (TEST_BACKEND=server, or TEST_DATABASE_URL given): a real PostGIS server, either
+//     TEST_DATABASE_URL (whose user may create databases) or a throwaway cluster started here
+//     and removed afterwards.
+// Either way a template is migrated once through the CLI's `migrate`, and each test file works
+// on a copy of its own.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { startPostgis } from './postgis.mjs'
 
 const log = (msg) => process.stderr.write(`[test] ${msg}\n`)
+const backend = process.env.TEST_BACKEND ?? (process.env.TEST_DATABASE_URL ? 'server' : 'embedded')
+if (!['server', 'embedded'].includes(backend)) { log(`TEST_BACKEND must be server or embedded, not ${backend}`); process.exit(2) }
+
+// The suite decides the database per file; a DATABASE_URL from the caller's .env must not leak in.
+const baseEnv = { ...process.env, NODE_ENV: 'test' }
+delete baseEnv.DATABASE_URL
+delete baseEnv.DATA_DIR
 
 function withDatabase (url, name) {
   const u = new URL(url)
@@ -21,33 +34,46 @@ async function admin (url, text) {
   try { await client.query(text) } finally { await client.end() }
 }
 
-let cluster
-let adminUrl = process.env.TEST_DATABASE_URL
-if (!adminUrl) {
-  cluster = await startPostgis({ log })
-  adminUrl = cluster.url
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cluster.stop(); process.exit(130) })
-} else {
-  log(`using TEST_DATABASE_URL`)
+function migrateTemplate (env) {
+  const r = spawnSync(process.execPath, ['dist/cli.js', 'migrate'], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'inherit', 'inherit'] })
+  if (r.status !== 0) throw new Error('migrating the template database failed')
 }
 
-const template = `sr_template_${randomBytes(4).toString('hex')}`
+let cleanup = async () => {}
+const tapEnv = { ...baseEnv, TEST_BACKEND: backend }
 let code = 1
 try {
-  await admin(adminUrl, `CREATE DATABASE ${template}`)
-  const migrated = spawnSync(process.execPath, ['dist/cli.js', 'migrate'], {
-    env: { ...process.env, DATABASE_URL: withDatabase(adminUrl, template) }, stdio: ['ignore', 'inherit', 'inherit']
-  })
-  if (migrated.status !== 0) throw new Error('migrating the template database failed')
-  const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: template, NODE_ENV: 'test' }
-  })
+  if (backend === 'server') {
+    let adminUrl = process.env.TEST_DATABASE_URL
+    let cluster
+    if (!adminUrl) {
+      cluster = await startPostgis({ log })
+      adminUrl = cluster.url
+      for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { cluster.stop(); process.exit(130) })
+    } else {
+      log('using TEST_DATABASE_URL')
+    }
+    const template = `sr_template_${randomBytes(4).toString('hex')}`
+    cleanup = async () => {
+      if (cluster) cluster.stop()
+      else await admin(adminUrl, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {})
+    }
+    await admin(adminUrl, `CREATE DATABASE ${template}`)
+    migrateTemplate({ DATABASE_URL: withDatabase(adminUrl, template) })
+    Object.assign(tapEnv, { TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: template })
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), 'source-registry-template-'))
+    cleanup = async () => rmSync(dir, { recursive: true, force: true })
+    log(`embedded backend: migrating a template data directory in ${dir}`)
+    migrateTemplate({ DATA_DIR: dir })
+    tapEnv.TEST_TEMPLATE_DIR = dir
+  }
+  log(`running the suite against the ${backend} backend`)
+  const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...process.argv.slice(2)], { stdio: 'inherit', env: tapEnv })
   code = await new Promise((resolve) => tap.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
 } catch (err) {
   log(err.message)
 } finally {
-  if (cluster) cluster.stop()
-  else await admin(adminUrl, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {})
+  await cleanup()
 }
 process.exit(code)

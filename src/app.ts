@@ -1,11 +1,11 @@
 // buildApp(config) → a ready FastifyInstance. Never listens: server.ts does, tests inject.
 // Registration order: infrastructure plugins, shared services, then routes.
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
-import type { Config } from './config.js'
+import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError, errorHandler } from './errors.js'
 import dbPlugin from './plugins/db.js'
@@ -16,15 +16,16 @@ import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 
 export interface AppOptions {
-  config: Config
-  /** An existing Kysely instance (tests); by default one is made from config.DATABASE_URL. */
+  config: AppConfig
+  /** An open Kysely instance (the embedded backend, tests); by default one is made from config.DATABASE_URL. */
   db?: Kysely<Database>
-  logger?: FastifyServerOptions['logger']
+  /** A pino logger (server.ts); without one the app does not log. */
+  loggerInstance?: FastifyBaseLogger
 }
 
-export async function buildApp ({ config, db, logger = false }: AppOptions) {
+export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   const app = Fastify({
-    logger,
+    ...(loggerInstance !== undefined ? { loggerInstance } : { logger: false }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
     genReqId: () => randomUUID(),

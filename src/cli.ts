@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-// Ops commands: migrate; account add|list|disable|enable|passwd. Reads DATABASE_URL. Passwords
-// come from standard input (--password-stdin), never from the command line.
+// Ops commands: migrate; account add|list|disable|enable|passwd. Works on the PostGIS server at
+// DATABASE_URL or, without it, on the embedded database in DATA_DIR (default ./data; the service
+// must be stopped, as only one process may open it). Passwords come from standard input
+// (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
 import { connect } from './db/connect.js'
+import { DataDirInUseError, openEmbedded } from './db/embedded.js'
 import { ROLES, type Database, type Role } from './db/database.js'
 import { migrate } from './db/migrate.js'
 import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
@@ -17,7 +20,7 @@ const USAGE = `usage: source-registry <command>
   account disable --email E                 disable an account (its tokens stop within 60 s)
   account enable --email E                  enable it again
   account passwd --email E --password-stdin set a new password (older tokens stop working)
-environment: DATABASE_URL (required)`
+environment: DATABASE_URL (a PostGIS server), or DATA_DIR (the embedded database, default ./data)`
 
 class UsageError extends Error {}
 
@@ -112,8 +115,19 @@ async function main (): Promise<number> {
   const argv = process.argv.slice(2)
   if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) { out(USAGE); return argv.length === 0 ? 2 : 0 }
   const url = process.env.DATABASE_URL
-  if (url === undefined || url === '') { process.stderr.write('error: DATABASE_URL is not set\n'); return 2 }
-  const db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
+  let db: Kysely<Database>
+  try {
+    if (url !== undefined && url !== '') {
+      db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
+    } else {
+      // The embedded database is migrated on every open, as the service does at start-up.
+      db = (await openEmbedded(process.env.DATA_DIR ?? './data')).db
+      await migrate(db)
+    }
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`)
+    return err instanceof DataDirInUseError ? 2 : 1
+  }
   try {
     await run(db, argv)
     return 0

@@ -1,8 +1,11 @@
-// Process entry: config, logger, listen, graceful close on SIGTERM/SIGINT (in-flight requests
-// finish, then the pool is closed).
+// Process entry: config, logger, the backend (PostGIS server or embedded), listen, and a
+// graceful close on SIGTERM/SIGINT (in-flight requests finish, then the database is closed).
 import closeWithGrace from 'close-with-grace'
+import { pino } from 'pino'
 import { buildApp } from './app.js'
+import { openBackend } from './backend.js'
 import { loadConfig } from './config.js'
+import { DataDirInUseError } from './db/embedded.js'
 
 let config
 try {
@@ -12,13 +15,36 @@ try {
   process.exit(1)
 }
 
-const app = await buildApp({
-  config,
-  logger: {
-    level: config.LOG_LEVEL,
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'body.password'], censor: '[redacted]' }
-  }
+const logger = pino({
+  level: config.LOG_LEVEL,
+  redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'body.password'], censor: '[redacted]' }
 })
+
+let backend
+try {
+  backend = await openBackend(config, logger)
+} catch (err) {
+  if (err instanceof DataDirInUseError) {
+    process.stderr.write(`error: ${err.message}\n`)
+    process.exit(1)
+  }
+  logger.fatal({ err }, 'could not open the database')
+  process.exit(1)
+}
+
+if (backend.generatedAdmin !== undefined) {
+  // Shown once, on standard output, so the quick start can go straight to POST /token.
+  process.stdout.write([
+    '',
+    'Source Registry: first start, created an admin account (shown once):',
+    `  e-mail:   ${backend.generatedAdmin.email}`,
+    `  password: ${backend.generatedAdmin.password}`,
+    `Change it: printf %s 'new password' | npm run cli -- account passwd --email ${backend.generatedAdmin.email} --password-stdin (with the service stopped)`,
+    '', ''
+  ].join('\n'))
+}
+
+const app = await buildApp({ config: backend.config, db: backend.db, loggerInstance: logger })
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   if (err !== undefined) app.log.error({ err }, 'fatal error, closing')

@@ -1,19 +1,27 @@
-// Test helpers: a database of its own per test file (cloned from the migrated template that
-// `npm test` prepares), the app built against it with a plain config, accounts and logins.
+// Test helpers: a database of its own per test file (a copy of the migrated template that
+// `npm test` prepares, on the embedded or the server backend), the app built against it with a
+// plain config, accounts and logins.
 import { randomBytes } from 'node:crypto'
+import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Kysely } from 'kysely'
 import pg from 'pg'
 import { buildApp, type App } from '../src/app.js'
-import type { Config } from '../src/config.js'
+import type { AppConfig } from '../src/config.js'
 import { connect } from '../src/db/connect.js'
+import { openEmbedded } from '../src/db/embedded.js'
 import type { Database, Role } from '../src/db/database.js'
 import { insertAccount } from '../src/accounts/accounts.repository.js'
 import { hashPassword } from '../src/accounts/passwords.js'
 
 type Tap = { teardown: (fn: () => unknown) => void }
 
+/** Which backend this run tests: set by `npm test` (scripts/test.mjs). */
+export const backend: 'server' | 'embedded' = process.env.TEST_BACKEND === 'server' ? 'server' : 'embedded'
 const adminUrl = process.env.TEST_ADMIN_URL
 const templateDb = process.env.TEST_TEMPLATE_DB
+const templateDir = process.env.TEST_TEMPLATE_DIR
 
 export function databaseUrl (name: string): string {
   if (adminUrl === undefined) throw new Error('TEST_ADMIN_URL is not set: run the tests with `npm test`')
@@ -28,8 +36,18 @@ export async function adminQuery (text: string): Promise<void> {
   try { await client.query(text) } finally { await client.end() }
 }
 
-/** A fresh database for this test file: migrated (from the template) unless `empty`. Dropped on teardown. */
+/**
+ * A fresh database for this test: migrated (a copy of the template) unless `empty`, removed on
+ * teardown. Returns a postgres:// URL (server backend) or a data directory (embedded backend).
+ */
 export async function createDatabase (t: Tap, { empty = false } = {}): Promise<string> {
+  if (backend === 'embedded') {
+    if (templateDir === undefined) throw new Error('TEST_TEMPLATE_DIR is not set: run the tests with `npm test`')
+    const dir = await mkdtemp(join(tmpdir(), 'sr-test-'))
+    if (!empty) await cp(templateDir, dir, { recursive: true, filter: (src) => !src.endsWith('.lock') })
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    return dir
+  }
   if (templateDb === undefined) throw new Error('TEST_TEMPLATE_DB is not set: run the tests with `npm test`')
   const name = `sr_test_${randomBytes(6).toString('hex')}`
   await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${empty ? 'template0' : templateDb}`)
@@ -39,14 +57,15 @@ export async function createDatabase (t: Tap, { empty = false } = {}): Promise<s
 
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!'
 
-export function testConfig (overrides: Partial<Config> = {}): Config {
+export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
   return Object.freeze({
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: 0,
     LOG_LEVEL: 'silent',
     TRUST_PROXY: false,
-    DATABASE_URL: 'postgres://unused',
+    DATA_DIR: './unused',
+    ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
     DB_CONNECT_TIMEOUT_MS: 1000,
     DB_STATEMENT_TIMEOUT_MS: 10000,
@@ -67,20 +86,28 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
 
 export interface TestApp { app: App, db: Kysely<Database>, url: string }
 
+/** Opens a database made by createDatabase, closed on teardown. */
+export async function directDb (t: Tap, target: string): Promise<Kysely<Database>> {
+  const db = backend === 'embedded' ? (await openEmbedded(target)).db : connect({ url: target, poolMax: 2 })
+  t.teardown(() => db.destroy())
+  return db
+}
+
 /** The app on a fresh migrated database (or `url`), closed on teardown. */
-export async function build (t: Tap, overrides: Partial<Config> = {}, { url }: { url?: string } = {}): Promise<TestApp> {
-  const dbUrl = url ?? await createDatabase(t)
-  const config = testConfig({ DATABASE_URL: dbUrl, ...overrides })
+export async function build (t: Tap, overrides: Partial<AppConfig> = {}, { url }: { url?: string } = {}): Promise<TestApp> {
+  const target = url ?? await createDatabase(t)
+  if (backend === 'embedded') {
+    const config = testConfig({ DATA_DIR: target, ...overrides })
+    const app = await buildApp({ config, db: (await openEmbedded(target)).db })
+    await app.ready()
+    t.teardown(() => app.close())
+    return { app, db: app.db, url: target }
+  }
+  const config = testConfig({ DATABASE_URL: target, ...overrides })
   const app = await buildApp({ config })
   await app.ready()
   t.teardown(() => app.close())
-  return { app, db: app.db, url: dbUrl }
-}
-
-export function directDb (t: Tap, url: string): Kysely<Database> {
-  const db = connect({ url, poolMax: 2 })
-  t.teardown(() => db.destroy())
-  return db
+  return { app, db: app.db, url: target }
 }
 
 export const PASSWORD = 'correct horse battery staple'

@@ -54,3 +54,7 @@ export async function setAccountPassword (db: Db, email: string, passwordHash: s
     .executeTakeFirst()
   return r.numUpdatedRows > 0n
 }
+
+export async function hasAnyAccount (db: Db): Promise<boolean> {
+  return (await db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()) !== undefined
+}

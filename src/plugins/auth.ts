@@ -7,7 +7,7 @@ import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import type { Config } from '../config.js'
+import type { AppConfig } from '../config.js'
 import type { Role } from '../db/database.js'
 import { ApiError } from '../errors.js'
 import { type AccountStatus, findAccountStatus } from '../accounts/accounts.repository.js'
@@ -53,7 +53,7 @@ function unauthorized (message: string, tokenGiven: boolean): ApiError {
 
 const GET_TOKEN = 'Obtain a new token with POST /token.'
 
-export default fp<{ config: Config }>(async (app, { config }) => {
+export default fp<{ config: AppConfig }>(async (app, { config }) => {
   await app.register(fastifyJwt, {
     secret: config.JWT_SECRET,
     sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
@@ -66,16 +66,16 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     }
   })
 
-  const statusCache = new LRUCache<string, AccountStatus | false>({
-    max: 100_000,
-    ttl: Math.max(config.ACCOUNT_CACHE_TTL_SECONDS, 0.001) * 1000
-  })
+  // ACCOUNT_CACHE_TTL_SECONDS = 0 turns the cache off: every request reads the account.
+  const statusCache = config.ACCOUNT_CACHE_TTL_SECONDS > 0
+    ? new LRUCache<string, AccountStatus | false>({ max: 100_000, ttl: config.ACCOUNT_CACHE_TTL_SECONDS * 1000 })
+    : undefined
 
   async function accountStatus (id: string): Promise<AccountStatus | false> {
-    const cached = statusCache.get(id)
+    const cached = statusCache?.get(id)
     if (cached !== undefined) return cached
     const status = (await findAccountStatus(app.db, id)) ?? false
-    statusCache.set(id, status)
+    statusCache?.set(id, status)
     return status
   }
 

@@ -74,5 +74,5 @@ t.test('429 per client address across e-mails', async (t) => {
 })
 
 async function buildThrottled (t: Test) {
-  return build(t, { LOGIN_MAX_FAILURES: 3, LOGIN_FAILURE_WINDOW_SECONDS: 60 }, { url: ctx.url })
+  return build(t, { LOGIN_MAX_FAILURES: 3, LOGIN_FAILURE_WINDOW_SECONDS: 60 })
 }

@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { listMigrations, migrate, SQL_DIR } from '../../src/db/migrate.js'
-import { createDatabase, directDb } from '../helper.js'
+import { openEmbedded } from '../../src/db/embedded.js'
+import { backend, createDatabase, directDb } from '../helper.js'
 
 const files = (await listMigrations()).map((m) => m.name)
 
 t.test('applies every migration once; a second run applies nothing', async (t) => {
-  const db = directDb(t, await createDatabase(t, { empty: true }))
+  const db = await directDb(t, await createDatabase(t, { empty: true }))
   t.same(await migrate(db), { applied: files, skipped: [] })
   t.same(await migrate(db), { applied: [], skipped: files })
   const rows = await db.selectFrom('schema_migrations').select('name').orderBy('name').execute()
@@ -21,14 +22,19 @@ t.test('applies every migration once; a second run applies nothing', async (t) =
 })
 
 t.test('two concurrent runs: both succeed, each file is applied exactly once', async (t) => {
-  const url = await createDatabase(t, { empty: true })
-  const [a, b] = await Promise.all([migrate(directDb(t, url)), migrate(directDb(t, url))])
+  const target = await createDatabase(t, { empty: true })
+  // Server: two pools, two sessions, serialised by the advisory lock. Embedded: one process owns
+  // the data directory (a second open is refused), so the concurrency is within that process.
+  const first = await directDb(t, target)
+  const second = backend === 'server' ? await directDb(t, target) : first
+  if (backend === 'embedded') await t.rejects(openEmbedded(target), /is in use by another process/)
+  const [a, b] = await Promise.all([migrate(first), migrate(second)])
   t.same([...a.applied, ...b.applied].sort(), files, 'every file applied by exactly one of them')
   t.same([...a.skipped, ...b.skipped].sort(), files)
 })
 
 t.test('an applied migration that was edited is refused; a new file is applied', async (t) => {
-  const db = directDb(t, await createDatabase(t, { empty: true }))
+  const db = await directDb(t, await createDatabase(t, { empty: true }))
   const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
   await cp(SQL_DIR, dir, { recursive: true })
   await migrate(db, dir)
@@ -39,7 +45,7 @@ t.test('an applied migration that was edited is refused; a new file is applied',
 })
 
 t.test('a failing migration leaves nothing half-applied', async (t) => {
-  const db = directDb(t, await createDatabase(t, { empty: true }))
+  const db = await directDb(t, await createDatabase(t, { empty: true }))
   const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
   await cp(SQL_DIR, dir, { recursive: true })
   await appendFile(join(dir, '998_broken.sql'), 'CREATE TABLE half (x int); SELECT no_such_function();')

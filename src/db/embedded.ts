@@ -1,0 +1,84 @@
+// The embedded backend: PostgreSQL with PostGIS compiled to WebAssembly (PGlite), in-process,
+// with its data in a directory. Used when DATABASE_URL is not set, so a newcomer needs nothing
+// but Node. Kysely talks to it through PostgresDialect with a small pool adapter: PGlite has
+// one session, so the adapter hands it to one caller at a time (a queue), which keeps
+// transactions and session state (advisory locks) from interleaving.
+import { mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
+import { postgis } from '@electric-sql/pglite-postgis'
+import { Kysely, PostgresDialect } from 'kysely'
+import lockfile from 'proper-lockfile'
+import type { Database } from './database.js'
+
+export class DataDirInUseError extends Error {}
+
+interface QueryResult { command: string, rowCount: number, rows: unknown[] }
+
+function adapt (pg: PGlite, onEnd: () => Promise<void>) {
+  let queue: Promise<void> = Promise.resolve()
+  const client = {
+    async query (text: string, params: unknown[]): Promise<QueryResult> {
+      // No parameters: the simple protocol, which also runs multi-statement migration files.
+      if (params.length === 0) {
+        const results = await pg.exec(text)
+        const last = results[results.length - 1]
+        return { command: commandOf(text), rowCount: last?.affectedRows ?? 0, rows: last?.rows ?? [] }
+      }
+      const r = await pg.query(text, params)
+      return { command: commandOf(text), rowCount: r.affectedRows ?? r.rows.length, rows: r.rows }
+    }
+  }
+  return {
+    async connect () {
+      let release!: () => void
+      const previous = queue
+      queue = new Promise<void>((resolve) => { release = resolve })
+      await previous
+      return { ...client, release: () => release() }
+    },
+    async end () {
+      await queue
+      await pg.close()
+      await onEnd()
+    }
+  }
+}
+
+// Kysely only needs to know whether a statement reports affected rows.
+function commandOf (text: string): string {
+  const m = /^\s*(?:WITH\b[\s\S]*?\)\s*)?(INSERT|UPDATE|DELETE|MERGE)\b/i.exec(text)
+  return m?.[1]?.toUpperCase() ?? 'SELECT'
+}
+
+export interface Embedded { db: Kysely<Database>, dir: string, pgdata: string }
+
+/**
+ * Opens (creating on first use) the embedded database in `dataDir`. Only one process may hold a
+ * data directory: a second one gets DataDirInUseError instead of corrupting it.
+ */
+export async function openEmbedded (dataDir: string): Promise<Embedded> {
+  const dir = resolve(dataDir)
+  mkdirSync(dir, { recursive: true })
+  let unlock: () => Promise<void>
+  try {
+    unlock = await lockfile.lock(dir, { lockfilePath: join(dir, '.lock'), stale: 10_000, update: 2_000 })
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ELOCKED') {
+      throw new DataDirInUseError(`data directory ${dir} is in use by another process (a running service or CLI); stop it first`)
+    }
+    throw err
+  }
+  const pgdata = join(dir, 'pgdata')
+  let pg: PGlite
+  try {
+    pg = await PGlite.create(pgdata, { extensions: { postgis, btree_gist } })
+    await pg.exec("SET TimeZone = 'UTC'")
+  } catch (err) {
+    await unlock()
+    throw err
+  }
+  const pool = adapt(pg, unlock)
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata }
+}

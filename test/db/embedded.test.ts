@@ -1,0 +1,62 @@
+// The embedded backend's start-up (openBackend without DATABASE_URL): migrations applied once,
+// a JWT secret generated once and kept, the first admin account, data kept across restarts, and
+// one process per data directory.
+import t from 'tap'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'kysely'
+import { openBackend } from '../../src/backend.js'
+import { loadConfig } from '../../src/config.js'
+import { findAccountByEmail } from '../../src/accounts/accounts.repository.js'
+import { verifyPassword } from '../../src/accounts/passwords.js'
+import { backend } from '../helper.js'
+
+const quiet = { info: () => {}, warn: () => {} }
+
+if (backend === 'server') {
+  t.plan(0, 'embedded backend only (npm test runs it)')
+} else {
+  t.test('first start: migrate, generate the secret, create and report the admin; restart: keep all', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sr-embedded-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const infos: Array<Record<string, unknown>> = []
+    const log = { info: (o: object) => { infos.push(o as Record<string, unknown>) }, warn: () => {} }
+
+    const first = await openBackend(loadConfig({ DATA_DIR: dir }), log)
+    t.equal(first.kind, 'embedded')
+    t.match(infos[0], { backend: 'embedded', dataDir: dir, migrationsApplied: ['001_extensions.sql', '002_accounts.sql', '003_sources.sql'] })
+    t.equal(first.config.JWT_SECRET.length, 64, 'a 48-byte secret, base64')
+    t.equal((await stat(join(dir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by the owner only')
+    t.ok(first.generatedAdmin, 'the generated admin is reported once')
+    const admin = await findAccountByEmail(first.db, first.generatedAdmin?.email as string)
+    t.equal(admin?.role, 'admin')
+    t.ok(await verifyPassword(first.generatedAdmin?.password as string, admin?.password_hash as string))
+    await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES
+      ('src_keepmeacrossrestarts', 'kept', 'default', ${admin?.id}::uuid, ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 1,0 0))', 4326), '[2024-01-01Z,2024-02-01Z)')`.execute(first.db)
+    await t.rejects(openBackend(loadConfig({ DATA_DIR: dir }), quiet), /is in use by another process/, 'one process per data directory')
+    await first.db.destroy()
+
+    infos.length = 0
+    const second = await openBackend(loadConfig({ DATA_DIR: dir }), log)
+    t.teardown(() => second.db.destroy())
+    t.match(infos[0], { migrationsApplied: [] }, 'nothing re-applied on a later start')
+    t.equal(second.config.JWT_SECRET, first.config.JWT_SECRET, 'tokens survive a restart')
+    t.equal(second.generatedAdmin, undefined, 'no second admin')
+    const kept = await sql<{ id: string }>`SELECT id FROM sources`.execute(second.db)
+    t.same(kept.rows, [{ id: 'src_keepmeacrossrestarts' }], 'data kept across restarts')
+  })
+
+  t.test('ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_ORG and a given JWT_SECRET are used as given', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sr-embedded-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const secret = 's'.repeat(40)
+    const started = await openBackend(loadConfig({ DATA_DIR: dir, ADMIN_EMAIL: 'ops@example.org', ADMIN_PASSWORD: 'given password 1', ADMIN_ORG: 'acme', JWT_SECRET: secret }), quiet)
+    t.teardown(() => started.db.destroy())
+    t.equal(started.generatedAdmin, undefined, 'nothing to print: the password was given')
+    t.equal(started.config.JWT_SECRET, secret)
+    const admin = await findAccountByEmail(started.db, 'ops@example.org')
+    t.match(admin, { role: 'admin', organisation: 'acme' })
+    t.ok(await verifyPassword('given password 1', admin?.password_hash as string))
+  })
+}
