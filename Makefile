@@ -52,5 +52,8 @@ db-up: ## Start PostGIS with docker compose (needs a Docker engine)
 db-down: ## Stop the docker compose services
 	docker compose down
 
+bench: build ## Benchmarks: service vs naive handler vs pgbench (throwaway PostGIS); writes bench/RESULTS.md
+	node bench/run.mjs
+
 clean: ## Remove build output
 	rm -rf dist coverage .tap

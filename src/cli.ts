@@ -41,7 +41,26 @@ function need (value: string | undefined, flag: string): string {
   return value.trim()
 }
 
-async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
+/** Opens the database on first use, so usage errors are reported without opening it. */
+class Connection {
+  private db?: Kysely<Database>
+  async get (): Promise<Kysely<Database>> {
+    if (this.db !== undefined) return this.db
+    const url = process.env.DATABASE_URL
+    if (url !== undefined && url !== '') {
+      this.db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
+    } else {
+      // The embedded database is migrated on every open, as the service does at start-up.
+      this.db = (await openEmbedded(process.env.DATA_DIR ?? './data')).db
+      await migrate(this.db)
+    }
+    return this.db
+  }
+
+  async close (): Promise<void> { await this.db?.destroy() }
+}
+
+async function run (conn: Connection, argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -58,7 +77,7 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
   if (values.help === true || command === undefined) { out(USAGE); return }
 
   if (command === 'migrate') {
-    const { applied, skipped } = await migrate(db)
+    const { applied, skipped } = await migrate(await conn.get())
     out(applied.length === 0 ? `database is up to date (${skipped.length} migrations already applied)` : `applied ${applied.join(', ')}`)
     return
   }
@@ -73,7 +92,7 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
       if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
       const password = await readPassword()
       try {
-        const account = await insertAccount(db, { email, organisation, role, passwordHash: await hashPassword(password) })
+        const account = await insertAccount(await conn.get(), { email, organisation, role, passwordHash: await hashPassword(password) })
         out(`created ${account.role} ${account.email} (${account.organisation}), id ${account.id}`)
       } catch (err) {
         const constraint = (err as { constraint?: string }).constraint
@@ -85,7 +104,7 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
       return
     }
     case 'list': {
-      const accounts = await listAccounts(db)
+      const accounts = await listAccounts(await conn.get())
       if (values.json === true) { out(JSON.stringify(accounts, null, 2)); return }
       out(['email', 'role', 'organisation', 'status', 'created_at'].join('\t'))
       for (const a of accounts) out([a.email, a.role, a.organisation, a.disabled ? 'disabled' : 'active', a.created_at.toISOString()].join('\t'))
@@ -94,7 +113,7 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
     case 'disable':
     case 'enable': {
       const email = need(values.email, '--email')
-      if (!await setAccountDisabled(db, email, sub === 'disable')) throw new UsageError(`no account with e-mail ${email}`)
+      if (!await setAccountDisabled(await conn.get(), email, sub === 'disable')) throw new UsageError(`no account with e-mail ${email}`)
       out(`${sub}d ${email}`)
       return
     }
@@ -102,7 +121,7 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
       const email = need(values.email, '--email')
       if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
       const password = await readPassword()
-      if (!await setAccountPassword(db, email, await hashPassword(password))) throw new UsageError(`no account with e-mail ${email}`)
+      if (!await setAccountPassword(await conn.get(), email, await hashPassword(password))) throw new UsageError(`no account with e-mail ${email}`)
       out(`password changed for ${email}; tokens issued before now no longer work`)
       return
     }
@@ -114,29 +133,16 @@ async function run (db: Kysely<Database>, argv: string[]): Promise<void> {
 async function main (): Promise<number> {
   const argv = process.argv.slice(2)
   if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) { out(USAGE); return argv.length === 0 ? 2 : 0 }
-  const url = process.env.DATABASE_URL
-  let db: Kysely<Database>
+  const conn = new Connection()
   try {
-    if (url !== undefined && url !== '') {
-      db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
-    } else {
-      // The embedded database is migrated on every open, as the service does at start-up.
-      db = (await openEmbedded(process.env.DATA_DIR ?? './data')).db
-      await migrate(db)
-    }
-  } catch (err) {
-    process.stderr.write(`error: ${(err as Error).message}\n`)
-    return err instanceof DataDirInUseError ? 2 : 1
-  }
-  try {
-    await run(db, argv)
+    await run(conn, argv)
     return 0
   } catch (err) {
-    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+    const usage = err instanceof UsageError || err instanceof DataDirInUseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
     process.stderr.write(`error: ${(err as Error).message}\n`)
     return usage ? 2 : 1
   } finally {
-    await db.destroy()
+    await conn.close()
   }
 }
 

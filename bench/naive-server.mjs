@@ -1,0 +1,48 @@
+// The framework floor: a minimal Fastify + pg server doing the same SQL as the service for GET,
+// POST (one or many features) and DELETE, with no validation, no auth and no rate limits.
+// Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
+import Fastify from 'fastify'
+import pg from 'pg'
+import wkx from 'wkx'
+import { randomBytes } from 'node:crypto'
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: '-c TimeZone=UTC' })
+const org = process.env.ORG
+const accountId = process.env.ACCOUNT_ID
+const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024 })
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+const newId = () => 'src_' + Array.from(randomBytes(22), (b) => ALPHABET[b % 62]).join('')
+const ewkb = (rings) => {
+  const [outer, ...holes] = rings.map((r) => r.map((p) => new wkx.Point(p[0], p[1])))
+  return new wkx.Polygon(outer, holes, 4326).toEwkb().toString('hex')
+}
+const iso = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
+
+app.get('/sources', async (req, reply) => {
+  const { rows } = await pool.query(`select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry",
+    to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at",
+    to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", ST_Area("geom"::geography) as "area_m2"
+    from "sources" where "id" = $1 and "organisation" = $2`, [req.query.id, org])
+  if (rows.length === 0) return reply.code(404).send({ status: 404 })
+  const r = rows[0]
+  return { type: 'Feature', id: r.id, geometry: JSON.parse(r.geometry), properties: { feature_id: r.feature_id, start_at: r.start_at, end_at: r.end_at, created_at: r.created_at, organisation: r.organisation, area_m2: r.area_m2 } }
+})
+
+app.post('/sources', async (req, reply) => {
+  const fs = req.body.features
+  const ids = fs.map(newId)
+  await pool.query(`
+    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+    SELECT t.id, t.feature_id, $6, $7::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)')
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS t(id, feature_id, geom, start_at, end_at, ord)`,
+  [ids, fs.map((f) => f.id), fs.map((f) => ewkb(f.geometry.coordinates)), fs.map((f) => f.properties.start_at), fs.map((f) => f.properties.end_at), org, accountId])
+  return reply.code(201).send({ sources: ids.map((id, i) => ({ id, feature_id: fs[i].id })) })
+})
+
+app.delete('/sources', async (req, reply) => {
+  const { rowCount } = await pool.query('delete from "sources" where "id" = $1 and "organisation" = $2', [req.query.id, org])
+  return rowCount ? { message: 'deleted' } : reply.code(404).send({ status: 404 })
+})
+
+await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })
