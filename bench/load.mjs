@@ -41,7 +41,7 @@ const result = await autocannon({
   url: s.url,
   connections: s.connections,
   pipelining: 1,
-  duration: s.duration,
+  ...(s.amount ? { amount: s.amount } : { duration: s.duration }),
   ...(s.rate ? { overallRate: s.rate } : {}),
   requests: [{ setupRequest: (req) => ({ ...req, ...make() }) }]
 })

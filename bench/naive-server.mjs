@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: '-c TimeZone=UTC' })
 const org = process.env.ORG
 const accountId = process.env.ACCOUNT_ID
-const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024 })
+const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024, routerOptions: { ignoreTrailingSlash: true } })
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const newId = () => 'src_' + Array.from(randomBytes(22), (b) => ALPHABET[b % 62]).join('')

@@ -125,7 +125,9 @@ for (const [name, scenario] of scenarios) {
 // pgbench on the same statements. Ids: seeded rows for GET; fresh unique ones for inserts.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgdir = mkdtempSync(join(tmpdir(), 'bench-pgbench-'))
-const iso = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
+// pgbench reads ":MI" and ":SS" inside literals as its variables, so the service's
+// 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' is spelled with chr(58) for ':' (a constant, folded at plan time).
+const iso = `('YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US"Z"')`
 const square = '0103000020E610000001000000050000000000000000002440000000000000494000000000000026400000000000004940000000000000264000000000008049400000000000002440000000000080494000000000000024400000000000004940'
 const scripts = {
   'GET /sources/?id=': `\\set n random(1, ${GET_ROWS})
@@ -161,14 +163,24 @@ for (const name of ['GET /sources/?id=', 'POST /sources (1 feature)']) {
   halfLoad.push(await measure('service', `${name} at ${Math.round(peak / 2)} req/s (half of peak)`, { ...scenario, rate: Math.round(peak / 2) }))
 }
 
+// DELETE at a given table size: a fixed number of deletes per run, on rows seeded just before.
+const SCALED_DELETES = 3000
+let scaledBase = 4_000_000_000
+async function scaledDelete () {
+  deleteCursor = scaledBase
+  scaledBase += 1_000_000
+  await seed(deleteCursor, (SCALED_DELETES + 1000) * (RUNS + 1))
+  return measure('service', `DELETE at ${await rowCount()} rows`, { kind: 'delete', amount: SCALED_DELETES })
+}
+
 // Scaling: polygon size, then table size.
 const scaling = []
 for (const vertices of [5, 500, 5000]) scaling.push(await measure('service', `POST 1 feature, ${vertices} vertices`, { kind: 'post', features: 1, vertices }))
 scaling.push({ ...(await measure('service', `GET at ${await rowCount()} rows`, { kind: 'get' })) })
-scaling.push({ ...(await measure('service', `DELETE at ${await rowCount()} rows`, { kind: 'delete' })) })
+scaling.push(await scaledDelete())
 await seed(3_000_000_000, Math.max(0, SCALE_ROWS - await rowCount()))
 scaling.push({ ...(await measure('service', `GET at ${await rowCount()} rows`, { kind: 'get' })) })
-scaling.push({ ...(await measure('service', `DELETE at ${await rowCount()} rows`, { kind: 'delete' })) })
+scaling.push(await scaledDelete())
 clearInterval(sampler)
 const vmhwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0)
 
@@ -185,7 +197,7 @@ for (const [name, scenario] of scenarios) {
   const unit = scenario.features === 1000 ? 1000 : 1
   const ratioN = n ? `${(s.rps.median / n.rps.median).toFixed(2)}×` : '—'
   const ratioP = p ? `${(s.rps.median * unit / (p.tps.median * unit)).toFixed(2)}×` : '—'
-  rows.push(`| ${name} | ${f0(s.rps.median * unit)} (${f0(s.rps.min * unit)}–${f0(s.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(s.p50.median)} / ${f1(s.p99.median)} | ${s.errors} | ${n ? f0(n.rps.median * unit) : '—'} | ${p ? f0(p.tps.median * unit) : '—'} | ${ratioN} | ${ratioP} |`)
+  rows.push(`| ${name} | ${f0(s.rps.median * unit)} (${f0(s.rps.min * unit)}–${f0(s.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(s.p50.median)} / ${f1(s.p99.median)} | ${s.errors} | ${n ? `${f0(n.rps.median * unit)} (errors ${n.errors})` : '—'} | ${p ? f0(p.tps.median * unit) : '—'} | ${ratioN} | ${ratioP} |`)
 }
 const md = `# Benchmark results
 

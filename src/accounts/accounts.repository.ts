@@ -12,7 +12,10 @@ export interface AccountStatus {
 }
 
 export async function findAccountByEmail (db: Db, email: string): Promise<Account | undefined> {
-  return db.selectFrom('accounts').selectAll()
+  // Columns listed, not *: the service runs this as a prepared statement, and a cached `SELECT *`
+  // fails ("cached plan must not change result type") once a migration adds a column.
+  return db.selectFrom('accounts')
+    .select(['id', 'email', 'password_hash', 'role', 'organisation', 'disabled', 'password_changed_at', 'created_at'])
     .where(sql<string>`lower(email)`, '=', email.toLowerCase())
     .executeTakeFirst()
 }
