@@ -4,7 +4,7 @@ import type { Config } from '../config.js'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
-import { newSourceId } from './source-id.js'
+import { newSourceIds } from './source-id.js'
 import {
   CreateResponseSchema, DeleteResponseSchema, SourceFeatureSchema, SourceQuerySchema,
   featureCollectionSchema, type CreateResponse, type SourceFeature
@@ -101,7 +101,8 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
     const checked = checkFeatureCollection(request.body)
     if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
     const account = request.account
-    const sources: NewSource[] = checked.features.map((f) => ({ id: newSourceId(), featureId: f.featureId, geomEwkbHex: f.geomEwkbHex, startAt: f.startAt, endAt: f.endAt }))
+    const ids = newSourceIds(checked.features.length)
+    const sources: NewSource[] = checked.features.map((f, i) => ({ id: ids[i] as string, featureId: f.featureId, geomEwkbHex: f.geomEwkbHex, startAt: f.startAt, endAt: f.endAt }))
     try {
       await insertSources(app.db, { organisation: account.organisation, accountId: account.id }, sources)
     } catch (err) {
