@@ -80,5 +80,7 @@ export async function openEmbedded (dataDir: string): Promise<Embedded> {
     throw err
   }
   const pool = adapt(pg, unlock)
+  // `as never`: PostgresDialect's pool type also declares pg's cursor overload of query(), which
+  // Kysely calls only for streaming (unused here); the adapter implements connect/query/release/end.
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata }
 }
