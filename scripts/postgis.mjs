@@ -2,7 +2,7 @@
 // loopback port, stop and remove on exit. PostgreSQL refuses to run as root, so as root the server
 // runs as the `postgres` user.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, chownSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -70,15 +70,4 @@ function uidGid (user) {
   const uid = Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }))
   const gid = Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }))
   return [uid, gid]
-}
-
-export function hasServerBinaries () {
-  try { binDir(); return true } catch { return false }
-}
-
-export function hasPostgisExtension () {
-  try {
-    const share = execFileSync(join(binDir(), 'pg_config'), ['--sharedir'], { encoding: 'utf8' }).trim()
-    return readdirSync(join(share, 'extension')).includes('postgis.control')
-  } catch { return false }
 }

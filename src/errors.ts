@@ -24,6 +24,13 @@ export const ErrorStatus = {
 } as const
 export type ErrorCode = keyof typeof ErrorStatus
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The code a route's body-schema failures carry (default VALIDATION_FAILED). */
+    bodyValidationCode?: ErrorCode
+  }
+}
+
 export const ErrorDetailSchema = Type.Object({
   pointer: Type.String({ description: 'JSON pointer into the request body (or query) to the offending value.' }),
   message: Type.String(),
@@ -155,7 +162,7 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
     headers = err.headers ?? {}
   } else if ('validation' in err && Array.isArray(err.validation)) {
     const details = validationDetails(err.validation as ValidationIssue[], err.validationContext, request.body)
-    const code: ErrorCode = request.routeOptions.url?.startsWith('/sources') === true && err.validationContext === 'body' ? 'INVALID_GEOJSON' : 'VALIDATION_FAILED'
+    const code: ErrorCode = (err.validationContext === 'body' ? request.routeOptions.config.bodyValidationCode : undefined) ?? 'VALIDATION_FAILED'
     body = { status: 400, code, message: summarise(details), details }
   } else if (pgError.constraint !== undefined && CONSTRAINT_ERRORS[pgError.constraint] !== undefined) {
     const mapped = CONSTRAINT_ERRORS[pgError.constraint] as { code: ErrorCode, message: string }

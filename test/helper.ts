@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Kysely } from 'kysely'
 import pg from 'pg'
+import type { Test } from 'tap'
+import { Value } from '@sinclair/typebox/value'
+import { ErrorSchema, type ErrorBody } from '../src/errors.js'
 import { buildApp, type App } from '../src/app.js'
 import type { AppConfig } from '../src/config.js'
 import { connect } from '../src/db/connect.js'
@@ -147,4 +150,15 @@ export function feature (id: string, { coordinates = square(), start = '2024-01-
 
 export function collection (...features: unknown[]) {
   return { type: 'FeatureCollection', features }
+}
+
+/** Asserts an error response: its status, its code, and a body true to the Error schema. */
+export function expectError (t: Test, res: { statusCode: number, body: string, json: () => unknown }, status: number, code: string): ErrorBody {
+  t.equal(res.statusCode, status, `status ${status}: ${res.body}`)
+  const body = res.json() as ErrorBody
+  t.ok(Value.Check(ErrorSchema, body), 'error body matches its schema')
+  t.equal(body.status, status)
+  t.equal(body.code, code)
+  t.type(body.message, 'string')
+  return body
 }

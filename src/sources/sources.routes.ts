@@ -90,6 +90,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON' },
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {
       summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing)',

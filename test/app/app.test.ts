@@ -5,7 +5,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import type { Database } from '../../src/db/database.js'
-import { testConfig } from '../helper.js'
+import { expectError, testConfig } from '../helper.js'
 
 // A Kysely whose every query fails as a bug would (not as an outage): nothing here may touch it.
 const stubDb = new Kysely<Database>({
@@ -37,6 +37,33 @@ t.test('an unexpected error is a generic 500 citing the request id, with no inte
   const body = login.json()
   t.match(body, { status: 500, code: 'INTERNAL_ERROR', message: /^Internal server error \(request [0-9a-f-]{36}\)\.$/, request_id: /^[0-9a-f-]{36}$/ })
   t.notMatch(login.body, /stub database|\.ts|\.js|at /)
+})
+
+// A database that answers every query with the given PostgreSQL error, shaped as pg raises it.
+function failingDb (fields: Record<string, string>): Kysely<Database> {
+  const client = {
+    query: async () => { throw Object.assign(new Error(fields.message ?? 'error'), { severity: 'ERROR', ...fields }) },
+    release: () => {}
+  }
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect: async () => client, end: async () => {} } as never }) })
+}
+
+t.test('PostgreSQL errors that reach the handler: named constraints and data exceptions are the client\'s, not 500s', async (t) => {
+  const cases: Array<[Record<string, string>, number, string, RegExp]> = [
+    [{ code: '23514', constraint: 'sources_period_in_window' }, 422, 'INVALID_PERIOD', /outside the acceptable window/],
+    [{ code: '23514', constraint: 'sources_geom_valid' }, 422, 'INVALID_GEOMETRY', /ST_IsValid/],
+    [{ code: '23P01', constraint: 'sources_feature_period_excl' }, 409, 'SOURCE_CONFLICT', /already exists/],
+    [{ code: '22007', message: 'invalid input syntax for type timestamp' }, 422, 'INVALID_DATA', /rejected a value/],
+    [{ code: '57P01', message: 'terminating connection due to administrator command' }, 503, 'SERVICE_UNAVAILABLE', /retry later/],
+    [{ code: '42P01', message: 'relation "sources" does not exist' }, 500, 'INTERNAL_ERROR', /^Internal server error/]
+  ]
+  for (const [fields, status, code, message] of cases) {
+    const app = await buildApp({ config: testConfig(), db: failingDb(fields) })
+    t.teardown(() => app.close())
+    const body = expectError(t, await app.inject({ method: 'POST', url: '/token', payload: { email: 'a@b.c', password: 'whatever' } }), status, code)
+    t.match(body.message, message, String(fields.code))
+    t.notMatch(JSON.stringify(body), /relation|timestamp|administrator/, 'no database text reaches the client')
+  }
 })
 
 t.test('rate limit: unauthenticated calls count per address; 429 with standard headers', async (t) => {

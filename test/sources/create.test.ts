@@ -1,10 +1,9 @@
 // POST /sources: success shapes, every 400/409/413/415/422 path, all-or-nothing.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { sql } from 'kysely'
-import { ErrorSchema } from '../../src/errors.js'
 import { CreateResponseSchema } from '../../src/sources/sources.schema.js'
-import { build, collection, feature, session, square } from '../helper.js'
+import { build, collection, feature, session, square, expectError } from '../helper.js'
 
 const ctx = await build(t, { MAX_FEATURES: 5, BODY_LIMIT_BYTES: 64 * 1024 })
 const { app, db } = ctx
@@ -15,15 +14,6 @@ const post = (payload: unknown, headers: Record<string, string> = editor.headers
 
 const count = async (): Promise<number> => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM sources`.execute(db)).rows[0]?.n)
 
-function assertError (t: Test, res: Awaited<ReturnType<typeof post>>, status: number, code: string) {
-  t.equal(res.statusCode, status, `status ${status}: ${res.body}`)
-  const body = res.json()
-  t.ok(Value.Check(ErrorSchema, body), 'error body matches its schema')
-  t.equal(body.status, status)
-  t.equal(body.code, code)
-  t.type(body.message, 'string')
-  return body
-}
 
 t.test('one feature: 201 with id, message, sources and Location', async (t) => {
   const res = await post(collection(feature('parcel-1')))
@@ -54,7 +44,7 @@ t.test('application/geo+json is accepted; other media types are 415', async (t) 
   const ok = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/geo+json' }, payload: JSON.stringify(collection(feature('geo'))) })
   t.equal(ok.statusCode, 201)
   const bad = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'text/plain' }, payload: JSON.stringify(collection(feature('txt'))) })
-  assertError(t, bad, 415, 'UNSUPPORTED_MEDIA_TYPE')
+  expectError(t, bad, 415, 'UNSUPPORTED_MEDIA_TYPE')
 })
 
 t.test('altitude is accepted and dropped; holes, bbox and foreign members are fine', async (t) => {
@@ -99,7 +89,7 @@ t.test('400: invalid GeoJSON structure, with a pointer to the problem', async (t
     ['second feature wrong', collection(feature('ok'), { ...feature('bad'), type: 'Thing' }), '/features/1/type']
   ]
   for (const [name, payload, pointer] of cases) {
-    const body = assertError(t, await post(payload), 400, 'INVALID_GEOJSON')
+    const body = expectError(t, await post(payload), 400, 'INVALID_GEOJSON')
     t.equal(body.details?.[0]?.pointer, pointer, `${name}: pointer`)
   }
 })
@@ -109,7 +99,7 @@ t.test('400: RFC 7946 rules beyond the schema, every problem listed with feature
   const badLon = [[[0, 0], [181, 0], [1, 1], [0, 0]]]
   const badLat = [[[0, 0], [1, -91], [1, 1], [0, 0]]]
   const openHole = [square(0, 0, 10)[0], [[2, 2], [2, 3], [3, 3], [3, 2]]]
-  const body = assertError(t, await post(collection(
+  const body = expectError(t, await post(collection(
     feature('open', { coordinates: open }), feature('lon', { coordinates: badLon }),
     feature('lat', { coordinates: badLat }), feature('hole', { coordinates: openHole })
   )), 400, 'INVALID_GEOJSON')
@@ -122,56 +112,56 @@ t.test('400: RFC 7946 rules beyond the schema, every problem listed with feature
   t.match(body.message, /^\/features\/0\/geometry\/coordinates\/0 .* \(and 3 more problems\)$/)
   const big = '[[[0,0],[1e400,0],[1,1],[0,0]]]'
   const inf = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: `{"type":"FeatureCollection","features":[{"type":"Feature","id":"inf","properties":{"start_at":"2024-01-01","end_at":"2024-02-01"},"geometry":{"type":"Polygon","coordinates":${big}}}]}` })
-  t.match(assertError(t, inf, 400, 'INVALID_GEOJSON').details[0], { pointer: '/features/0/geometry/coordinates/0/1/0', message: 'must be number' }, '1e400 parses to Infinity, which is not a number')
+  t.match(expectError(t, inf, 400, 'INVALID_GEOJSON').details?.[0], { pointer: '/features/0/geometry/coordinates/0/1/0', message: 'must be number' }, '1e400 parses to Infinity, which is not a number')
 })
 
 t.test('400: date-times that are not ISO 8601 with an offset', async (t) => {
   for (const bad of ['2024-01-01T10:00:00', 'yesterday', '2024-13-01', '2024-02-30', '2024-01-01T25:00:00Z', '2024-01-01T10:00:00+16:00', '0000-01-01', '20240101T000000Z']) {
-    const body = assertError(t, await post(collection(feature('d', { start: bad }))), 400, 'INVALID_GEOJSON')
-    t.equal(body.details[0].pointer, '/features/0/properties/start_at', bad)
+    const body = expectError(t, await post(collection(feature('d', { start: bad }))), 400, 'INVALID_GEOJSON')
+    t.equal(body.details?.[0]?.pointer, '/features/0/properties/start_at', bad)
   }
-  const local = assertError(t, await post(collection(feature('d', { end: '2024-06-01T10:00' }))), 400, 'INVALID_GEOJSON')
-  t.match(local.details[0].message, /no offset/)
-  assertError(t, await post(collection(feature('d', { start: 20240101 }))), 400, 'INVALID_GEOJSON')
+  const local = expectError(t, await post(collection(feature('d', { end: '2024-06-01T10:00' }))), 400, 'INVALID_GEOJSON')
+  t.match(local.details?.[0]?.message, /no offset/)
+  expectError(t, await post(collection(feature('d', { start: 20240101 }))), 400, 'INVALID_GEOJSON')
 })
 
 t.test('400: malformed JSON and empty body', async (t) => {
-  assertError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '{"type":' }), 400, 'BAD_REQUEST')
-  assertError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '' }), 400, 'BAD_REQUEST')
-  assertError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '{"__proto__":{"x":1}}' }), 400, 'BAD_REQUEST')
+  expectError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '{"type":' }), 400, 'BAD_REQUEST')
+  expectError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '' }), 400, 'BAD_REQUEST')
+  expectError(t, await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: '{"__proto__":{"x":1}}' }), 400, 'BAD_REQUEST')
 })
 
 t.test('400: more than MAX_FEATURES features; 413: body over BODY_LIMIT_BYTES', async (t) => {
   const six = collection(...Array.from({ length: 6 }, (_, i) => feature(`f${i}`, { coordinates: square(i * 2, 0) })))
-  t.equal(assertError(t, await post(six), 400, 'INVALID_GEOJSON').details[0].pointer, '/features')
+  t.equal(expectError(t, await post(six), 400, 'INVALID_GEOJSON').details?.[0]?.pointer, '/features')
   const huge = collection(feature('huge', { coordinates: [Array.from({ length: 5000 }, (_, i) => [i / 1000.123, 0.123456789]).concat([[0, 0]])] }))
-  assertError(t, await post(huge), 413, 'PAYLOAD_TOO_LARGE')
+  expectError(t, await post(huge), 413, 'PAYLOAD_TOO_LARGE')
 })
 
 t.test('422: start not before end, outside the window, invalid polygon', async (t) => {
   const before = await count()
-  const same = assertError(t, await post(collection(feature('p', { start: '2024-01-02T00:00:00Z', end: '2024-01-02T02:00:00+02:00' }))), 422, 'INVALID_PERIOD')
-  t.match(same.details[0], { pointer: '/features/0/properties', feature_index: 0, feature_id: 'p', message: /strictly before/ })
-  assertError(t, await post(collection(feature('p', { start: '2024-02-01', end: '2024-01-01' }))), 422, 'INVALID_PERIOD')
+  const same = expectError(t, await post(collection(feature('p', { start: '2024-01-02T00:00:00Z', end: '2024-01-02T02:00:00+02:00' }))), 422, 'INVALID_PERIOD')
+  t.match(same.details?.[0], { pointer: '/features/0/properties', feature_index: 0, feature_id: 'p', message: /strictly before/ })
+  expectError(t, await post(collection(feature('p', { start: '2024-02-01', end: '2024-01-01' }))), 422, 'INVALID_PERIOD')
 
-  const early = assertError(t, await post(collection(feature('ok'), feature('old', { start: '1899-12-31T23:59:59Z', end: '1950-01-01' }))), 422, 'INVALID_PERIOD')
+  const early = expectError(t, await post(collection(feature('ok'), feature('old', { start: '1899-12-31T23:59:59Z', end: '1950-01-01' }))), 422, 'INVALID_PERIOD')
   t.match(early.details, [{ pointer: '/features/1/properties', feature_index: 1, feature_id: 'old', message: /\[1900-01-01T00:00:00.000000Z, 2100-01-01T00:00:00.000000Z\)/ }])
-  assertError(t, await post(collection(feature('late', { start: '2099-01-01', end: '2100-01-01T00:00:00.000001Z' }))), 422, 'INVALID_PERIOD')
+  expectError(t, await post(collection(feature('late', { start: '2099-01-01', end: '2100-01-01T00:00:00.000001Z' }))), 422, 'INVALID_PERIOD')
   t.equal((await post(collection(feature('edge', { start: '1900-01-01', end: '2100-01-01' })))).statusCode, 201, 'the window itself is accepted')
 
   const bowtie = [[[0, 0], [2, 2], [2, 0], [0, 2], [0, 0]]]
-  const geom = assertError(t, await post(collection(feature('fine', { coordinates: square(40, 40) }), feature('bowtie', { coordinates: bowtie }))), 422, 'INVALID_GEOMETRY')
+  const geom = expectError(t, await post(collection(feature('fine', { coordinates: square(40, 40) }), feature('bowtie', { coordinates: bowtie }))), 422, 'INVALID_GEOMETRY')
   t.match(geom.details, [{ pointer: '/features/1/geometry/coordinates/0', feature_index: 1, feature_id: 'bowtie', reason: /Self-intersection/, location: [1, 1], ring: 0 }])
   t.match(geom.message, /Self-intersection.*\[1, 1\]/)
 
   const holeOutside = [square(0, 0, 1)[0], [[5, 5], [5, 6], [6, 6], [6, 5], [5, 5]]]
-  const hole = assertError(t, await post(collection(feature('h', { coordinates: holeOutside }))), 422, 'INVALID_GEOMETRY')
-  t.match(hole.details[0], { reason: /Hole lies outside shell/, ring: 1, pointer: '/features/0/geometry/coordinates/1' })
+  const hole = expectError(t, await post(collection(feature('h', { coordinates: holeOutside }))), 422, 'INVALID_GEOMETRY')
+  t.match(hole.details?.[0], { reason: /Hole lies outside shell/, ring: 1, pointer: '/features/0/geometry/coordinates/1' })
   t.equal(await count(), before + 1, 'nothing but the valid "edge" source was stored')
 })
 
 t.test('422: the same feature id twice with overlapping periods in one request', async (t) => {
-  const body = assertError(t, await post(collection(feature('twin'), feature('other'), feature('twin', { start: '2024-06-01', end: '2025-01-01' }))), 422, 'DUPLICATE_FEATURE')
+  const body = expectError(t, await post(collection(feature('twin'), feature('other'), feature('twin', { start: '2024-06-01', end: '2025-01-01' }))), 422, 'DUPLICATE_FEATURE')
   t.match(body.details, [{ pointer: '/features/2/id', feature_index: 2, feature_id: 'twin', message: /same id as feature 0/ }])
   const ok = await post(collection(feature('twin2', { start: '2024-01-01', end: '2024-06-01' }), feature('twin2', { start: '2024-06-01', end: '2025-01-01' })))
   t.equal(ok.statusCode, 201, 'adjacent periods [a,b) [b,c) do not overlap')
@@ -181,7 +171,7 @@ t.test('409: a retry of an acknowledged POST names the existing source; nothing 
   const first = await post(collection(feature('retry-me')))
   t.equal(first.statusCode, 201)
   const before = await count()
-  const again = assertError(t, await post(collection(feature('new-one', { coordinates: square(60, 60) }), feature('retry-me'))), 409, 'SOURCE_CONFLICT')
+  const again = expectError(t, await post(collection(feature('new-one', { coordinates: square(60, 60) }), feature('retry-me'))), 409, 'SOURCE_CONFLICT')
   t.match(again.details, [{ pointer: '/features/1/id', feature_index: 1, feature_id: 'retry-me', existing_id: first.json().id }])
   t.match(again.message, first.json().id)
   t.equal(await count(), before, 'all or nothing: the new feature was not stored either')
@@ -193,8 +183,8 @@ t.test('409: a retry of an acknowledged POST names the existing source; nothing 
 
 t.test('403 for viewers, 401 without a token', async (t) => {
   const viewer = await session(ctx, 'viewer', 'org-a')
-  assertError(t, await post(collection(feature('v')), viewer.headers), 403, 'FORBIDDEN')
-  assertError(t, await post(collection(feature('v')), {}), 401, 'UNAUTHORIZED')
+  expectError(t, await post(collection(feature('v')), viewer.headers), 403, 'FORBIDDEN')
+  expectError(t, await post(collection(feature('v')), {}), 401, 'UNAUTHORIZED')
   const admin = await session(ctx, 'admin', 'hq')
   t.equal((await post(collection(feature('adm')), admin.headers)).statusCode, 201)
 })

@@ -1,9 +1,8 @@
 // GET and DELETE /sources/?id=: the Feature returned, organisation scoping, 400/403/404.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
-import { ErrorSchema } from '../../src/errors.js'
 import { DeleteResponseSchema, SourceFeatureSchema } from '../../src/sources/sources.schema.js'
-import { build, collection, feature, session } from '../helper.js'
+import { build, collection, feature, session, expectError } from '../helper.js'
 
 const ctx = await build(t)
 const { app } = ctx
@@ -26,13 +25,6 @@ const get = (id: string | undefined, headers: Record<string, string>, path = '/s
 const del = (id: string, headers: Record<string, string>, path = '/sources/') =>
   app.inject({ method: 'DELETE', url: `${path}?id=${encodeURIComponent(id)}`, headers })
 
-function isError (t: Test, res: { statusCode: number, json: () => unknown }, status: number, code: string) {
-  t.equal(res.statusCode, status)
-  const body = res.json() as { status: number, code: string }
-  t.ok(Value.Check(ErrorSchema, body), 'error body matches its schema')
-  t.equal(body.status, status)
-  t.equal(body.code, code)
-}
 
 t.test('GET returns a GeoJSON Feature with the stored geometry and properties', async (t) => {
   const id = await create()
@@ -60,43 +52,43 @@ t.test('viewers read, admins read every organisation, other organisations get 40
   const id = await create(editorA.headers, 'f-2')
   t.equal((await get(id, viewerA.headers)).statusCode, 200)
   t.equal((await get(id, admin.headers)).statusCode, 200)
-  isError(t, await get(id, editorB.headers), 404, 'NOT_FOUND')
+  expectError(t, await get(id, editorB.headers), 404, 'NOT_FOUND')
 })
 
 t.test('GET: 400 for a missing or malformed id, 404 for an unknown one, 401 without a token', async (t) => {
-  isError(t, await get(undefined, editorA.headers), 400, 'VALIDATION_FAILED')
-  isError(t, await get(undefined, editorA.headers, '/sources'), 400, 'VALIDATION_FAILED')
-  isError(t, await get('', editorA.headers), 400, 'VALIDATION_FAILED')
-  isError(t, await get('abc', editorA.headers), 400, 'VALIDATION_FAILED')
-  isError(t, await get("src_' OR 1=1 --", editorA.headers), 400, 'VALIDATION_FAILED')
-  isError(t, await get('src_' + 'a'.repeat(1000), editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await get(undefined, editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await get(undefined, editorA.headers, '/sources'), 400, 'VALIDATION_FAILED')
+  expectError(t, await get('', editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await get('abc', editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await get("src_' OR 1=1 --", editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await get('src_' + 'a'.repeat(1000), editorA.headers), 400, 'VALIDATION_FAILED')
   const twice = await app.inject({ method: 'GET', url: '/sources/?id=src_aaaaaaaaaaaaaaaaaaaaaa&id=src_bbbbbbbbbbbbbbbbbbbbbb', headers: editorA.headers })
-  isError(t, twice, 400, 'VALIDATION_FAILED')
-  isError(t, await get('src_0000000000000000000000', editorA.headers), 404, 'NOT_FOUND')
-  isError(t, await get('src_0000000000000000000000', {}), 401, 'UNAUTHORIZED')
+  expectError(t, twice, 400, 'VALIDATION_FAILED')
+  expectError(t, await get('src_0000000000000000000000', editorA.headers), 404, 'NOT_FOUND')
+  expectError(t, await get('src_0000000000000000000000', {}), 401, 'UNAUTHORIZED')
   const missing = await get(undefined, editorA.headers)
   t.match(missing.json().details, [{ pointer: '?id', message: 'is required' }])
 })
 
 t.test('DELETE: 200 then 404; viewers 403; other organisations 404; admins anywhere', async (t) => {
   const id = await create(editorA.headers, 'f-3')
-  isError(t, await del(id, viewerA.headers), 403, 'FORBIDDEN')
-  isError(t, await del(id, editorB.headers), 404, 'NOT_FOUND')
+  expectError(t, await del(id, viewerA.headers), 403, 'FORBIDDEN')
+  expectError(t, await del(id, editorB.headers), 404, 'NOT_FOUND')
   const ok = await del(id, editorA.headers)
   t.equal(ok.statusCode, 200)
   t.ok(Value.Check(DeleteResponseSchema, ok.json()))
   t.match(ok.json().message, id)
-  isError(t, await del(id, editorA.headers), 404, 'NOT_FOUND')
-  isError(t, await get(id, editorA.headers), 404, 'NOT_FOUND')
+  expectError(t, await del(id, editorA.headers), 404, 'NOT_FOUND')
+  expectError(t, await get(id, editorA.headers), 404, 'NOT_FOUND')
 
   const other = await create(editorB.headers, 'f-4')
   t.equal((await del(other, admin.headers, '/sources')).statusCode, 200)
-  isError(t, await del('nope', editorA.headers), 400, 'VALIDATION_FAILED')
-  isError(t, await app.inject({ method: 'DELETE', url: '/sources/', headers: editorA.headers }), 400, 'VALIDATION_FAILED')
-  isError(t, await del(id, {}), 401, 'UNAUTHORIZED')
+  expectError(t, await del('nope', editorA.headers), 400, 'VALIDATION_FAILED')
+  expectError(t, await app.inject({ method: 'DELETE', url: '/sources/', headers: editorA.headers }), 400, 'VALIDATION_FAILED')
+  expectError(t, await del(id, {}), 401, 'UNAUTHORIZED')
 })
 
 t.test('unknown routes and methods are 404 in the error shape', async (t) => {
-  isError(t, await app.inject({ method: 'GET', url: '/nope' }), 404, 'NOT_FOUND')
-  isError(t, await app.inject({ method: 'PUT', url: '/sources/?id=x' }), 404, 'NOT_FOUND')
+  expectError(t, await app.inject({ method: 'GET', url: '/nope' }), 404, 'NOT_FOUND')
+  expectError(t, await app.inject({ method: 'PUT', url: '/sources/?id=x' }), 404, 'NOT_FOUND')
 })
