@@ -11,6 +11,7 @@ import { ApiError, errorHandler } from './errors.js'
 import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
+import largeBodiesPlugin from './plugins/large-bodies.js'
 import healthRoutes from './health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
@@ -51,6 +52,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(dbPlugin, { config, db })
   await app.register(authPlugin, { config })
   await app.register(rateLimitPlugin, { config })
+  await app.register(largeBodiesPlugin, { config })
 
   await app.register(healthRoutes)
   await app.register(tokenRoutes, { config })

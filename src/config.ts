@@ -27,6 +27,9 @@ export const ConfigSchema = Type.Object({
 
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024 }),
+  LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),
+  LARGE_BODY_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, description: 'Large bodies read and processed at once; the rest wait before their body is read.' }),
+  LARGE_BODY_QUEUE: Type.Integer({ default: 64, minimum: 0, description: 'Large bodies that may wait; beyond this, 503 with Retry-After.' }),
 
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),

@@ -12,12 +12,23 @@ import type { Database } from './database.js'
  * executes it: less work for PostgreSQL on every request. Parameterless SQL (migrations) runs
  * as before, through the simple protocol.
  */
+const statementNames = new Map<string, string>()
+function statementName (text: string): string {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `sr_${createHash('sha1').update(text).digest('base64url')}`
+    // The service's statements are a handful of fixed texts; the bound only guards the memory.
+    if (statementNames.size < 1000) statementNames.set(text, name)
+  }
+  return name
+}
+
 class PreparingClient extends pg.Client {
   // pg's query() has many overloads; only (text, values[]) from Kysely is rewritten.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query (config: any, values?: any, callback?: any): any {
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0) {
-      return super.query({ name: `sr_${createHash('sha1').update(config).digest('base64url')}`, text: config, values }, callback)
+      return super.query({ name: statementName(config), text: config, values }, callback)
     }
     return super.query(config, values, callback)
   }

@@ -1,8 +1,11 @@
 // SQL for sources. A whole FeatureCollection is one set-based INSERT … SELECT FROM unnest(…),
-// so it is atomic and costs one round trip whatever the number of features. When the database
+// so it is atomic and costs one round trip whatever the number of features; its polygons travel
+// as one binary EWKB MultiPolygon that ST_Dump splits back into rows, in order. When the database
 // rejects it, diagnoseSources evaluates each constraint per feature to say which one failed.
 import { type Kysely, type Transaction, sql } from 'kysely'
+import { param, prepare, queryBuilder } from '../db/compiled.js'
 import type { Database } from '../db/database.js'
+import { multiPolygonEwkb } from './geojson.js'
 import { isoUtc, rangeLower, rangeUpper, stAsGeoJson, stGeodesicArea } from '../db/postgis.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -10,7 +13,8 @@ type Db = Kysely<Database> | Transaction<Database>
 export interface NewSource {
   id: string
   featureId: string
-  geomEwkbHex: string
+  /** Polygon rings, [lon, lat(, alt)] positions; encoded by multiPolygonEwkb. */
+  rings: number[][][]
   startAt: string
   endAt: string
 }
@@ -32,19 +36,19 @@ export interface SourceRow {
 }
 
 function unnestSources (sources: NewSource[]) {
-  return sql`unnest(
-    ${sources.map((s) => s.id)}::text[],
-    ${sources.map((s) => s.featureId)}::text[],
-    ${sources.map((s) => s.geomEwkbHex)}::text[],
-    ${sources.map((s) => s.startAt)}::timestamptz[],
-    ${sources.map((s) => s.endAt)}::timestamptz[]
-  ) WITH ORDINALITY AS t(id, feature_id, geom, start_at, end_at, ord)`
+  return sql`ROWS FROM (
+    unnest(${sources.map((s) => s.id)}::text[]),
+    unnest(${sources.map((s) => s.featureId)}::text[]),
+    ST_Dump(${multiPolygonEwkb(sources.map((s) => s.rings))}::bytea::geometry),
+    unnest(${sources.map((s) => s.startAt)}::timestamptz[]),
+    unnest(${sources.map((s) => s.endAt)}::timestamptz[])
+  ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`
 }
 
 export async function insertSources (db: Db, owner: Owner, sources: NewSource[]): Promise<void> {
   await sql`
     INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-    SELECT t.id, t.feature_id, ${owner.organisation}, ${owner.accountId}::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)')
+    SELECT t.id, t.feature_id, ${owner.organisation}, ${owner.accountId}::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)')
     FROM ${unnestSources(sources)}`.execute(db)
 }
 
@@ -68,7 +72,7 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }>`
     SELECT t.ord, v.valid, v.reason, ST_X(v.location) AS x, ST_Y(v.location) AS y,
       CASE WHEN v.location IS NOT NULL THEN (
-        SELECT r.path[1] FROM ST_DumpRings(t.geom::geometry) AS r
+        SELECT r.path[1] FROM ST_DumpRings(t.geom) AS r
         ORDER BY ST_Distance(ST_Boundary(r.geom), ST_SetSRID(v.location, 4326)) LIMIT 1) END AS ring,
       tstzrange(t.start_at, t.end_at, '[)') <@ sources_period_window() AS in_window,
       (SELECT s.id FROM sources AS s
@@ -78,7 +82,7 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
       ${isoUtc(rangeLower(sql`sources_period_window()`))} AS window_start,
       ${isoUtc(rangeUpper(sql`sources_period_window()`))} AS window_end
     FROM ${unnestSources(sources)}
-    CROSS JOIN LATERAL ST_IsValidDetail(t.geom::geometry) AS v
+    CROSS JOIN LATERAL ST_IsValidDetail(t.geom) AS v
     ORDER BY t.ord`.execute(db)
   return rows.map((r) => ({
     index: Number(r.ord) - 1,
@@ -93,8 +97,9 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }))
 }
 
-export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
-  const query = db.selectFrom('sources')
+// GET and DELETE by id, compiled once (db/compiled.ts): with an organisation, or for admins without.
+function selectSource (scoped: boolean) {
+  return queryBuilder.selectFrom('sources')
     .select((eb) => [
       'id', 'feature_id', 'organisation',
       stAsGeoJson(eb.ref('geom')).as('geometry'),
@@ -103,15 +108,27 @@ export async function findSource (db: Db, id: string, scope: Scope): Promise<Sou
       isoUtc(eb.ref('created_at')).as('created_at'),
       stGeodesicArea(eb.ref('geom')).as('area_m2')
     ])
-    .where('id', '=', id)
-    .$if(scope !== 'all', (q) => q.where('organisation', '=', (scope as { organisation: string }).organisation))
-  return query.executeTakeFirst()
+    .where('id', '=', param('id'))
+    .$if(scoped, (q) => q.where('organisation', '=', param('organisation')))
+}
+const findScoped = prepare<{ id: string, organisation: string }, SourceRow>(selectSource(true))
+const findAny = prepare<{ id: string }, SourceRow>(selectSource(false))
+
+function deleteById (scoped: boolean) {
+  return queryBuilder.deleteFrom('sources')
+    .where('id', '=', param('id'))
+    .$if(scoped, (q) => q.where('organisation', '=', param('organisation')))
+}
+const deleteScoped = prepare<{ id: string, organisation: string }, never>(deleteById(true))
+const deleteAny = prepare<{ id: string }, never>(deleteById(false))
+
+export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
+  const query = scope === 'all' ? findAny({ id }) : findScoped({ id, organisation: scope.organisation })
+  return (await db.executeQuery(query)).rows[0]
 }
 
 /** Returns false when no source with that id is visible in the scope. */
 export async function deleteSource (db: Db, id: string, scope: Scope): Promise<boolean> {
-  const result = await db.deleteFrom('sources').where('id', '=', id)
-    .$if(scope !== 'all', (q) => q.where('organisation', '=', (scope as { organisation: string }).organisation))
-    .executeTakeFirst()
-  return result.numDeletedRows > 0n
+  const query = scope === 'all' ? deleteAny({ id }) : deleteScoped({ id, organisation: scope.organisation })
+  return ((await db.executeQuery(query)).numAffectedRows ?? 0n) > 0n
 }

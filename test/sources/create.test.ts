@@ -40,6 +40,27 @@ t.test('several features: one transaction, ids in request order, no top-level id
   t.equal(res.headers.location, undefined)
 })
 
+t.test('each feature keeps its own polygon and period (one MultiPolygon split back in order)', async (t) => {
+  const withHole = [[[20, 20], [21, 20], [21, 21], [20, 21], [20, 20]], [[20.2, 20.2], [20.2, 20.4], [20.4, 20.4], [20.4, 20.2], [20.2, 20.2]]]
+  const features = [0, 1, 2, 3, 4].map((i) => feature(`keep-${i}`, {
+    coordinates: i === 2 ? withHole : square(i * 2, -i * 2, 0.5),
+    start: `2024-0${i + 1}-01T00:00:00Z`,
+    end: `2024-0${i + 2}-01T00:00:00Z`
+  }))
+  const res = await post(collection(...features))
+  t.equal(res.statusCode, 201)
+  const ids = res.json().sources.map((s: { id: string }) => s.id)
+  const rows = await sql<{ id: string, feature_id: string, wkt: string, lo: string }>`
+    SELECT id, feature_id, ST_AsText(geom) AS wkt, to_char(lower(period) AT TIME ZONE 'UTC', 'YYYY-MM') AS lo
+    FROM sources WHERE id = ANY(${ids}::text[])`.execute(db)
+  const byId = new Map(rows.rows.map((r) => [r.id, r]))
+  ids.forEach((id: string, i: number) => {
+    const ring = (r: number[][]) => `(${r.map((p) => p.join(' ')).join(',')})`
+    const coordinates = (features[i] as { geometry: { coordinates: number[][][] } }).geometry.coordinates
+    t.same(byId.get(id), { id, feature_id: `keep-${i}`, wkt: `POLYGON(${coordinates.map(ring).join(',')})`, lo: `2024-0${i + 1}` }, `feature ${i}`)
+  })
+})
+
 t.test('application/geo+json is accepted; other media types are 415', async (t) => {
   const ok = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/geo+json' }, payload: JSON.stringify(collection(feature('geo'))) })
   t.equal(ok.statusCode, 201)

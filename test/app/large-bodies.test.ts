@@ -1,0 +1,90 @@
+// Admission of large POST /sources bodies: LARGE_BODY_CONCURRENCY at a time, LARGE_BODY_QUEUE
+// waiting in order, 503 with Retry-After beyond; small bodies and reads never wait; a client that
+// goes away gives its place back. Over real sockets, so a body can be left half sent.
+import t from 'tap'
+import { connect, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { AdmissionQueue } from '../../src/plugins/large-bodies.js'
+import { build, collection, expectError, feature, session, square } from '../helper.js'
+
+t.test('AdmissionQueue: slots, order, a full queue, release once, cancel', async (t) => {
+  const q = new AdmissionQueue(1, 2)
+  const first = await q.admit(() => {})
+  t.type(first, 'function')
+  const order: string[] = []
+  let cancelSecond: (() => void) | undefined
+  const second = q.admit((c) => { cancelSecond = c }).then((r) => { order.push('second'); return r })
+  const third = q.admit(() => {}).then((r) => { order.push('third'); return r })
+  t.equal(await q.admit(() => {}), false, 'a full queue answers false at once')
+  t.same(q.stats, { active: 1, waiting: 2 })
+  cancelSecond?.()
+  t.same(q.stats, { active: 1, waiting: 1 }, 'a cancelled entry leaves the queue')
+  if (first === false) throw new Error('unreachable')
+  first(); first()
+  const r3 = await third
+  t.same(order, ['third'], 'the slot went to the next waiting entry; releasing twice freed nothing more')
+  t.same(q.stats, { active: 1, waiting: 0 })
+  if (r3 !== false) r3()
+  t.same(q.stats, { active: 0, waiting: 0 })
+  void second
+})
+
+t.test('over HTTP', async (t) => {
+  const ctx = await build(t, { LARGE_BODY_BYTES: 400, LARGE_BODY_CONCURRENCY: 1, LARGE_BODY_QUEUE: 1 })
+  const editor = await session(ctx, 'editor', 'org-a')
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = ctx.app.server.address() as AddressInfo
+  let n = 0
+  // Over 400 bytes through a foreign member; each body a new feature id.
+  const largeBody = () => JSON.stringify({ ...collection(feature(`large-${++n}`, { coordinates: square(n, 0, 0.5) })), padding: 'x'.repeat(400) })
+
+  /** Sends the headers and all but the last byte of a large body; `finish` sends the rest. */
+  function halfSent () {
+    const body = largeBody()
+    const socket: Socket = connect(port, '127.0.0.1')
+    let response = ''
+    socket.on('data', (d) => { response += d.toString() })
+    const done = new Promise<string>((resolve) => socket.on('close', () => resolve(response)))
+    socket.write(`POST /sources HTTP/1.1\r\nhost: x\r\nauthorization: ${editor.headers.authorization}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body.slice(0, -1)}`)
+    return { socket, done, finish: () => socket.write(body.slice(-1)) }
+  }
+  const post = (body: string) => fetch(`http://127.0.0.1:${port}/sources`, { method: 'POST', headers: { ...editor.headers, 'content-type': 'application/json' }, body })
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 200))
+  const within = <T>(p: Promise<T>, what: string) => Promise.race([p, new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${what}: still waiting after 5 s`)), 5000))])
+
+  const a = halfSent()
+  await settle()
+  const b = post(largeBody()) // waits for a's slot
+  await settle()
+  const c = await post(largeBody())
+  const text = await c.text()
+  const body = expectError(t, { statusCode: c.status, body: text, json: () => JSON.parse(text) }, 503, 'SERVICE_UNAVAILABLE')
+  t.equal(c.headers.get('retry-after'), '1')
+  t.match(body.message, /busy with other large requests/)
+
+  const small = await post(JSON.stringify(collection(feature('small', { coordinates: square(50, 50, 0.5) }))))
+  t.equal(small.status, 201, 'a small body does not wait')
+  const read = await fetch(`http://127.0.0.1:${port}/sources/?id=${((await small.json()) as { id: string }).id}`, { headers: editor.headers })
+  t.equal(read.status, 200, 'reads do not wait')
+
+  a.finish()
+  t.match(await within(a.done, 'a'), /^HTTP\/1\.1 201 /, 'the admitted request completes')
+  t.equal((await within(b, 'b')).status, 201, 'the waiting request runs once the slot is free')
+
+  // A client that goes away, admitted or waiting, gives its place back.
+  const d = halfSent()
+  await settle()
+  const e = halfSent()
+  await settle()
+  e.socket.destroy()
+  d.socket.destroy()
+  await settle()
+  t.equal((await within(post(largeBody()), 'after the clients left')).status, 201, 'slot and queue place were given back')
+  const f = halfSent()
+  await settle()
+  const g = post(largeBody())
+  await settle()
+  f.finish()
+  t.match(await within(f.done, 'f'), /^HTTP\/1\.1 201 /)
+  t.equal((await within(g, 'g')).status, 201)
+})
