@@ -23,7 +23,7 @@ migrate: build ## Apply pending sql/ migrations to DATABASE_URL (idempotent)
 	node dist/cli.js migrate
 
 start: build ## Start the service (reads .env)
-	node dist/server.js
+	npm start --silent
 
 run: start ## Same as start
 
