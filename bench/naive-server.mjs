@@ -3,7 +3,7 @@
 // Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
 import Fastify from 'fastify'
 import pg from 'pg'
-import wkx from 'wkx'
+import { multiPolygonEwkb } from '../dist/sources/geojson.js'
 import { randomBytes } from 'node:crypto'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: '-c TimeZone=UTC' })
@@ -13,10 +13,6 @@ const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024, routerOptions:
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const newId = () => 'src_' + Array.from(randomBytes(22), (b) => ALPHABET[b % 62]).join('')
-const ewkb = (rings) => {
-  const [outer, ...holes] = rings.map((r) => r.map((p) => new wkx.Point(p[0], p[1])))
-  return new wkx.Polygon(outer, holes, 4326).toEwkb().toString('hex')
-}
 const iso = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
 
 app.get('/sources', async (req, reply) => {
@@ -34,9 +30,10 @@ app.post('/sources', async (req, reply) => {
   const ids = fs.map(newId)
   await pool.query(`
     INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-    SELECT t.id, t.feature_id, $6, $7::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)')
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS t(id, feature_id, geom, start_at, end_at, ord)`,
-  [ids, fs.map((f) => f.id), fs.map((f) => ewkb(f.geometry.coordinates)), fs.map((f) => f.properties.start_at), fs.map((f) => f.properties.end_at), org, accountId])
+    SELECT t.id, t.feature_id, $5, $6::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)')
+    FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), ST_Dump($7::bytea::geometry), unnest($3::timestamptz[]), unnest($4::timestamptz[]))
+      WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`,
+  [ids, fs.map((f) => f.id), fs.map((f) => f.properties.start_at), fs.map((f) => f.properties.end_at), org, accountId, multiPolygonEwkb(fs.map((f) => f.geometry.coordinates))])
   return reply.code(201).send({ sources: ids.map((id, i) => ({ id, feature_id: fs[i].id })) })
 })
 

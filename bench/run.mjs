@@ -6,12 +6,14 @@
 // clients) on the same statements, and writes bench/RESULTS.md and bench/raw/<date>.json.
 // Env: BENCH_DURATION (s, default 5), BENCH_RUNS (default 3), BENCH_SCALE_ROWS (default 1000000).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { mkdirSync, writeFileSync, readFileSync, mkdtempSync } from 'node:fs'
+import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
 import pg from 'pg'
 import { startPostgis } from '../scripts/postgis.mjs'
+import { multiPolygonEwkb } from '../dist/sources/geojson.js'
+import { polygon } from './bodies.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -69,8 +71,10 @@ async function startProcess (args, extraEnv, port) {
   throw new Error(`${args.join(' ')} did not start`)
 }
 
+// The service runs exactly as `npm start` runs it (same node flags).
+const startArgs = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start.split(/\s+/).slice(1)
 const servicePort = await freePort()
-const service = await startProcess(['dist/server.js'], {
+const service = await startProcess(startArgs, {
   NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000', LOGIN_MAX_FAILURES: '1000000000'
 }, servicePort)
 const naivePort = await freePort()
@@ -84,13 +88,14 @@ const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 const sampler = setInterval(() => { try { peakRssKb = Math.max(peakRssKb, rssOf(service.pid)) } catch {} }, 200)
 
 let deleteCursor = 2_000_000_000
+let embeddedPort, embeddedToken
 const runTag = Date.now().toString(36)
 function load (target, scenario, duration) {
-  const port = target === 'service' ? servicePort : naivePort
-  const s = { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, token, email: 'bench@example.org', password: PASSWORD, getRows: GET_ROWS, deleteFrom: deleteCursor, runTag: `${runTag}-${target}-${Math.random().toString(36).slice(2, 8)}`, ...scenario }
+  const port = target === 'service' ? servicePort : target === 'embedded' ? embeddedPort : naivePort
+  const s = { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, token: target === 'embedded' ? embeddedToken : token, email: 'bench@example.org', password: PASSWORD, getRows: GET_ROWS, deleteFrom: deleteCursor, runTag: `${runTag}-${target}-${Math.random().toString(36).slice(2, 8)}`, ...scenario }
   const out = execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
   const r = JSON.parse(out)
-  if (scenario.kind === 'delete' || scenario.kind === 'mixed') deleteCursor += r.total + 1000
+  deleteCursor += r.deletes
   return r
 }
 
@@ -128,17 +133,19 @@ const pgdir = mkdtempSync(join(tmpdir(), 'bench-pgbench-'))
 // pgbench reads ":MI" and ":SS" inside literals as its variables, so the service's
 // 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' is spelled with chr(58) for ':' (a constant, folded at plan time).
 const iso = `('YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US"Z"')`
-const square = '0103000020E610000001000000050000000000000000002440000000000000494000000000000026400000000000004940000000000000264000000000008049400000000000002440000000000080494000000000000024400000000000004940'
+// The geometries are the EWKB MultiPolygon the service itself makes (dist/sources/geojson.js) of
+// the polygons the load generator posts; ids, feature ids and dates are built per transaction.
+const multiHex = (n) => multiPolygonEwkb(Array.from({ length: n }, (_, i) => polygon(5, i))).toString('hex')
+const insertFrom = (n, prefix) => `INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_${prefix}' || lpad(CAST(CAST(:n AS bigint) * ${n} + g AS text), 21, '0') FROM generate_series(1, ${n}) AS g)), unnest(ARRAY(SELECT 'pg${prefix}-' || CAST(:n AS text) || '-' || g FROM generate_series(1, ${n}) AS g)), ST_Dump('\\x${multiHex(n)}'::bytea::geometry), unnest(array_fill('2024-01-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}])), unnest(array_fill('2024-02-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
+`
 const scripts = {
   'GET /sources/?id=': `\\set n random(1, ${GET_ROWS})
 select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry", to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at", to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", ST_Area("geom"::geography) as "area_m2" from "sources" where "id" = 'src_' || lpad(CAST(:n AS text), 22, '0') and "organisation" = 'bench';
 `,
   'POST /sources (1 feature)': `\\set n random(1, 1000000000000000)
-INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)') FROM unnest(ARRAY['src_p' || lpad(CAST(:n AS text), 21, '0')]::text[], ARRAY['pg-' || CAST(:n AS text)]::text[], ARRAY['${square}']::text[], ARRAY['2024-01-01T00:00:00.000000Z']::timestamptz[], ARRAY['2024-02-01T00:00:00.000000Z']::timestamptz[]) WITH ORDINALITY AS t(id, feature_id, geom, start_at, end_at, ord);
-`,
+${insertFrom(1, 'p')}`,
   'POST /sources (1,000 features)': `\\set n random(1, 1000000000000)
-INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT 'src_q' || lpad(CAST(CAST(:n AS bigint) * 1000 + t.ord AS text), 21, '0'), 'pgq-' || CAST(:n AS text) || '-' || t.ord, 'bench', '${accountId}'::uuid, t.geom::geometry, tstzrange(t.start_at, t.end_at, '[)') FROM unnest(ARRAY[${Array.from({ length: 1000 }, () => `'${square}'`).join(',')}]::text[], array_fill('2024-01-01T00:00:00.000000Z'::timestamptz, ARRAY[1000]), array_fill('2024-02-01T00:00:00.000000Z'::timestamptz, ARRAY[1000])) WITH ORDINALITY AS t(geom, start_at, end_at, ord);
-`
+${insertFrom(1000, 'q')}`
 }
 function pgbench (name) {
   const file = join(pgdir, `${name.replace(/\W+/g, '_')}.sql`)
@@ -160,7 +167,9 @@ const halfLoad = []
 for (const name of ['GET /sources/?id=', 'POST /sources (1 feature)']) {
   const peak = results.find((r) => r.target === 'service' && r.name === name).rps.median
   const scenario = scenarios.find(([n]) => n === name)[1]
-  halfLoad.push(await measure('service', `${name} at ${Math.round(peak / 2)} req/s (half of peak)`, { ...scenario, rate: Math.round(peak / 2) }))
+  const rate = Math.round(peak / 2)
+  halfLoad.push({ ...(await measure('service', name, { ...scenario, rate, paced: true })), rate, generator: 'paced' })
+  halfLoad.push({ ...(await measure('service', name, { ...scenario, rate })), rate, generator: 'autocannon' })
 }
 
 // DELETE at a given table size: a fixed number of deletes per run, on rows seeded just before.
@@ -186,6 +195,54 @@ scaling.push({ ...(await measure('service', `GET at ${await rowCount()} rows`, {
 scaling.push(await scaledDelete())
 clearInterval(sampler)
 const vmhwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0)
+service.kill(); naive.kill()
+
+// The embedded backend (no target): the same service with DATABASE_URL unset, its PGlite data
+// in a temporary directory. Accounts through the CLI before it starts; rows through the API
+// (POST /sources with 1,000 features), since the in-process database has no SQL port.
+const embedded = []
+let embeddedPeakRssKb = 0
+let embeddedVmhwm = 0
+const EMBEDDED_DELETES = 1000
+if (process.env.BENCH_EMBEDDED !== '0') {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-embedded-'))
+  const embeddedEnv = { ...env, DATA_DIR: dataDir }
+  delete embeddedEnv.DATABASE_URL
+  const cli = (args, input) => execFileSync(process.execPath, ['dist/cli.js', ...args], { env: embeddedEnv, input, stdio: ['pipe', 'inherit', 'inherit'] })
+  cli(['migrate'])
+  cli(['account', 'add', '--email', 'bench@example.org', '--org', 'bench', '--role', 'editor', '--password-stdin'], PASSWORD)
+  embeddedPort = await freePort()
+  const child = spawn(process.execPath, startArgs, { env: { ...embeddedEnv, PORT: String(embeddedPort), NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' }, stdio: ['ignore', 'inherit', 'inherit'] })
+  process.on('exit', () => { child.kill(); rmSync(dataDir, { recursive: true, force: true }) })
+  for (let i = 0; i < 600; i++) {
+    try { if ((await fetch(`http://127.0.0.1:${embeddedPort}/ready`)).ok) break } catch {}
+    await sleep(100)
+  }
+  embeddedToken = (await (await fetch(`http://127.0.0.1:${embeddedPort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
+  const embeddedSampler = setInterval(() => { try { embeddedPeakRssKb = Math.max(embeddedPeakRssKb, rssOf(child.pid)) } catch {} }, 200)
+  // GET_ROWS rows to read, then enough to delete: every DELETE run is a fixed number of requests.
+  const deleteScenario = { kind: 'delete', amount: EMBEDDED_DELETES }
+  const seedIds = []
+  const t0 = Date.now()
+  const toSeed = GET_ROWS + EMBEDDED_DELETES * (RUNS + 1) + 5_000
+  for (let batch = 0; seedIds.length < toSeed; batch++) {
+    const features = Array.from({ length: 1000 }, (_, i) => ({ type: 'Feature', id: `seed-${batch}-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: polygon(5, i) } }))
+    const r = await fetch(`http://127.0.0.1:${embeddedPort}/sources`, { method: 'POST', headers: { authorization: `Bearer ${embeddedToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'FeatureCollection', features }) })
+    if (r.status !== 201) throw new Error(`embedded seeding: ${r.status} ${await r.text()}`)
+    seedIds.push(...(await r.json()).sources.map((x) => x.id))
+  }
+  log(`embedded: seeded ${seedIds.length} rows through the API in ${Date.now() - t0} ms`)
+  const idsFile = join(dataDir, 'ids.json')
+  writeFileSync(idsFile, JSON.stringify(seedIds))
+  deleteCursor = GET_ROWS
+  for (const [name, scenario] of scenarios) {
+    if (scenario.kind === 'token') continue
+    embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : scenario), idsFile }))
+  }
+  clearInterval(embeddedSampler)
+  embeddedVmhwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0)
+  child.kill()
+}
 
 // Report.
 const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
@@ -207,7 +264,7 @@ const md = `# Benchmark results
 - Date: ${date}; commit ${commit}
 - Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; load generator, service, naive handler and PostGIS share it.
 - Command: \`make bench\` (= \`node bench/run.mjs\`), BENCH_DURATION=${DURATION} s, BENCH_RUNS=${RUNS}, ${CONNECTIONS} connections, pipelining 1, a warm-up run before each measured set.
-- Service: \`node dist/server.js\`, NODE_ENV=production, LOG_LEVEL=warn, server backend, pool 10, full validation, auth and rate limiting (limit set high enough not to trigger).
+- Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, pool 10, full validation, auth and rate limiting (limit set high enough not to trigger).
 - Naive handler: \`bench/naive-server.mjs\` (Fastify + pg, same SQL, no validation, auth or rate limits).
 - Raw SQL: pgbench -M prepared -c ${CONNECTIONS} -j 2 -T ${DURATION}, same statements (bench/run.mjs \`scripts\`).
 - Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon.
@@ -222,15 +279,36 @@ Peak RSS of the service: ${f0(peakRssKb / 1024)} MB sampled under load (VmHWM ${
 
 ## Latency at half of peak load
 
-| scenario | achieved req/s | p50 / p99 ms | errors |
-|---|---|---|---|
-${halfLoad.map((r) => `| ${r.name} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} |`).join('\n')}
+Half of the service's peak req/s above, two ways. **paced**: an open-loop load at an even rate
+(\`bench/load.mjs\` \`paced\`: request k due at k / rate over up to ${CONNECTIONS} keep-alive
+sockets, latency counted from when it was due). **autocannon**: its \`overallRate\`, which lets
+each connection send its quota for the second back to back and then pause until the next second,
+so the service sees full-speed bursts for part of every second rather than half the load.
+
+| scenario | generator | target req/s | achieved req/s | p50 / p99 ms (p99 min–max) | errors |
+|---|---|---|---|---|---|
+${halfLoad.map((r) => `| ${r.name} | ${r.generator} | ${f0(r.rate)} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} (${f1(r.p99.min)}–${f1(r.p99.max)}) | ${r.errors} |`).join('\n')}
 
 ## Scaling
 
 | scenario | req/s (min–max) | p50 / p99 ms | errors |
 |---|---|---|---|
 ${scaling.map((r) => `| ${r.name} | ${f0(r.rps.median)} (${f0(r.rps.min)}–${f0(r.rps.max)}) | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} |`).join('\n')}
+
+## Embedded backend (no target)
+
+The same service with DATABASE_URL unset: PostGIS in WebAssembly (PGlite), in-process, one
+query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each, so their req/s is the rate of that fixed batch.`}
+
+| scenario | req/s (min–max) | p50 / p99 ms | errors | × server backend |
+|---|---|---|---|---|
+${embedded.map((r) => {
+  const unit = r.name.includes('1,000') ? 1000 : 1
+  const server = byName('service', r.name)
+  return `| ${r.name} | ${f0(r.rps.median * unit)} (${f0(r.rps.min * unit)}–${f0(r.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} | ${server ? `${(r.rps.median / server.rps.median).toFixed(2)}×` : '—'} |`
+}).join('\n')}
+
+${embedded.length === 0 ? '' : `Peak RSS of the embedded service: ${f0(embeddedPeakRssKb / 1024)} MB sampled (VmHWM ${f0(embeddedVmhwm / 1024)} MB).`}
 
 ## pgbench detail
 
@@ -240,7 +318,7 @@ ${pgbenchResults.map((r) => `| ${r.name} | ${f0(r.tps.median)} (${f0(r.tps.min)}
 `
 mkdirSync('bench/raw', { recursive: true })
 const stamp = date.replace(/[:.]/g, '-')
-writeFileSync(`bench/raw/${stamp}.json`, JSON.stringify({ date, commit, results, pgbenchResults, halfLoad, scaling, peakRssKb, vmhwm }, null, 2))
+writeFileSync(`bench/raw/${stamp}.json`, JSON.stringify({ date, commit, startArgs, results, pgbenchResults, halfLoad, scaling, peakRssKb, vmhwm, embedded, embeddedPeakRssKb, embeddedVmhwm }, null, 2))
 const notes = (() => { try { return readFileSync('bench/NOTES.md', 'utf8') } catch { return '' } })()
 writeFileSync('bench/RESULTS.md', md + (notes ? `\n${notes}` : ''))
 log(`wrote bench/RESULTS.md and bench/raw/${stamp}.json`)
