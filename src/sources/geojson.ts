@@ -22,6 +22,8 @@ export type CheckResult =
   | { ok: false, code: 'INVALID_GEOJSON' | 'INVALID_PERIOD' | 'DUPLICATE_FEATURE', details: ErrorDetail[] }
 
 const MAX_DETAILS = 100
+const WKB_MULTIPOLYGON = 6
+const EWKB_SRID_FLAG = 0x20000000
 
 export interface ParsedDateTime { iso: string, epochMicros: number }
 
@@ -99,11 +101,18 @@ function checkRings (rings: number[][][], base: string, details: ErrorDetail[]):
  * back as rows. One buffer, no hex string twice its size, no text-array escaping or parsing.
  */
 export function multiPolygonEwkb (polygons: number[][][][]): Buffer {
-  const parts = polygons.map((rings) => {
+  // The EWKB header (little endian, MultiPolygon with the SRID flag, 4326, the count), then each
+  // polygon's WKB from wkx. Byte for byte what wkx.MultiPolygon#toEwkb writes, 2–3× faster:
+  // it sizes and copies every polygon twice.
+  const header = Buffer.alloc(13)
+  header.writeUInt8(1, 0)
+  header.writeUInt32LE(WKB_MULTIPOLYGON | EWKB_SRID_FLAG, 1)
+  header.writeUInt32LE(4326, 5)
+  header.writeUInt32LE(polygons.length, 9)
+  return Buffer.concat([header, ...polygons.map((rings) => {
     const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point(pos[0], pos[1])))
-    return new wkx.Polygon(outer, holes)
-  })
-  return new wkx.MultiPolygon(parts, 4326).toEwkb()
+    return new wkx.Polygon(outer, holes).toWkb()
+  })])
 }
 
 /**
