@@ -61,7 +61,12 @@ export default fp<{ config: Config }>(async (app, { config }) => {
 
   app.decorate('admitLargeBody', async function (request: FastifyRequest, reply: FastifyReply, payload) {
     const length = request.headers['content-length']
-    if (length !== undefined && Number(length) <= config.LARGE_BODY_BYTES) return payload
+    // Small bodies never wait; one declared over BODY_LIMIT_BYTES gets its 413 from the parser
+    // at once rather than a place in the queue.
+    if (length !== undefined && (Number(length) <= config.LARGE_BODY_BYTES || Number(length) > config.BODY_LIMIT_BYTES)) return payload
+    // A client that left while authentication ran: its 'close' has passed, so a slot taken now
+    // would never be given back. Reading its body fails on its own.
+    if (reply.raw.closed) return payload
     const slot: { release?: () => void, cancel?: () => void, closed: boolean } = { closed: false }
     // 'close' comes once the response is sent or the connection is gone, whichever is first.
     reply.raw.once('close', () => {

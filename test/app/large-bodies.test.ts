@@ -30,7 +30,7 @@ t.test('AdmissionQueue: slots, order, a full queue, release once, cancel', async
 })
 
 t.test('over HTTP', async (t) => {
-  const ctx = await build(t, { LARGE_BODY_BYTES: 400, LARGE_BODY_CONCURRENCY: 1, LARGE_BODY_QUEUE: 1 })
+  const ctx = await build(t, { LARGE_BODY_BYTES: 400, LARGE_BODY_CONCURRENCY: 1, LARGE_BODY_QUEUE: 1, BODY_LIMIT_BYTES: 4096 })
   const editor = await session(ctx, 'editor', 'org-a')
   await ctx.app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = ctx.app.server.address() as AddressInfo
@@ -62,6 +62,11 @@ t.test('over HTTP', async (t) => {
   t.equal(c.headers.get('retry-after'), '1')
   t.match(body.message, /busy with other large requests/)
 
+  const tooLarge = await post(JSON.stringify({ ...collection(feature('too-large')), padding: 'x'.repeat(5000) }))
+  const tooLargeText = await tooLarge.text()
+  expectError(t, { statusCode: tooLarge.status, body: tooLargeText, json: () => JSON.parse(tooLargeText) }, 413, 'PAYLOAD_TOO_LARGE')
+  t.pass('a body over BODY_LIMIT_BYTES gets its 413 at once, not a place in the queue')
+
   const small = await post(JSON.stringify(collection(feature('small', { coordinates: square(50, 50, 0.5) }))))
   t.equal(small.status, 201, 'a small body does not wait')
   const read = await fetch(`http://127.0.0.1:${port}/sources/?id=${((await small.json()) as { id: string }).id}`, { headers: editor.headers })
@@ -80,6 +85,18 @@ t.test('over HTTP', async (t) => {
   d.socket.destroy()
   await settle()
   t.equal((await within(post(largeBody()), 'after the clients left')).status, 201, 'slot and queue place were given back')
+  // Clients that go away before the body hook runs (while authentication is still going on)
+  // must not take a slot either: ten of them, with one slot.
+  for (let i = 0; i < 10; i++) {
+    const body = largeBody()
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`POST /sources HTTP/1.1\r\nhost: x\r\nauthorization: ${editor.headers.authorization}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`)
+      setImmediate(() => socket.destroy())
+    })
+    socket.on('error', () => {})
+  }
+  await settle()
+  t.equal((await within(post(largeBody()), 'after clients left during authentication')).status, 201, 'no slot was kept by a client that left early')
   const f = halfSent()
   await settle()
   const g = post(largeBody())
