@@ -70,6 +70,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     DATA_DIR: './unused',
     ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
+    DB_READS_IN_FLIGHT: 2,
     DB_CONNECT_TIMEOUT_MS: 1000,
     DB_STATEMENT_TIMEOUT_MS: 10000,
     JWT_SECRET: TEST_SECRET,

@@ -3,6 +3,7 @@
 // as one binary EWKB MultiPolygon that ST_Dump splits back into rows, in order. When the database
 // rejects it, diagnoseSources evaluates each constraint per feature to say which one failed.
 import { type Kysely, type Transaction, sql } from 'kysely'
+import { Coalescer, type CoalescerOptions } from '../db/coalesce.js'
 import { param, prepare, queryBuilder } from '../db/compiled.js'
 import type { Database } from '../db/database.js'
 import { multiPolygonEwkb } from './geojson.js'
@@ -97,22 +98,45 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }))
 }
 
-// GET and DELETE by id, compiled once (db/compiled.ts): with an organisation, or for admins without.
-function selectSource (scoped: boolean) {
-  return queryBuilder.selectFrom('sources')
-    .select((eb) => [
-      'id', 'feature_id', 'organisation',
-      stAsGeoJson(eb.ref('geom')).as('geometry'),
-      isoUtc(rangeLower(eb.ref('period'))).as('start_at'),
-      isoUtc(rangeUpper(eb.ref('period'))).as('end_at'),
-      isoUtc(eb.ref('created_at')).as('created_at'),
-      stGeodesicArea(eb.ref('geom')).as('area_m2')
-    ])
-    .where('id', '=', param('id'))
-    .$if(scoped, (q) => q.where('organisation', '=', param('organisation')))
+// GET and DELETE by id, compiled once (db/compiled.ts). Reads take a list of ids (one statement
+// for one id or many, see sourceReader); a delete takes one id, with an organisation or for
+// admins without.
+const selectSourcesById = prepare<{ ids: string[] }, SourceRow>(queryBuilder.selectFrom('sources')
+  .select((eb) => [
+    'id', 'feature_id', 'organisation',
+    stAsGeoJson(eb.ref('geom')).as('geometry'),
+    isoUtc(rangeLower(eb.ref('period'))).as('start_at'),
+    isoUtc(rangeUpper(eb.ref('period'))).as('end_at'),
+    isoUtc(eb.ref('created_at')).as('created_at'),
+    stGeodesicArea(eb.ref('geom')).as('area_m2')
+  ])
+  .where('id', '=', sql<string>`any(${param('ids')}::text[])`))
+
+export async function findSourcesById (db: Db, ids: string[]): Promise<SourceRow[]> {
+  return (await db.executeQuery(selectSourcesById({ ids }))).rows
 }
-const findScoped = prepare<{ id: string, organisation: string }, SourceRow>(selectSource(true))
-const findAny = prepare<{ id: string }, SourceRow>(selectSource(false))
+
+const visible = (row: SourceRow | undefined, scope: Scope): SourceRow | undefined =>
+  row !== undefined && (scope === 'all' || row.organisation === scope.organisation) ? row : undefined
+
+export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
+  return visible((await findSourcesById(db, [id]))[0], scope)
+}
+
+export type SourceReader = (id: string, scope: Scope) => Promise<SourceRow | undefined>
+
+/**
+ * findSource, with concurrent reads coalesced into one query once `maxInFlight` are running
+ * (db/coalesce.ts). The organisation is checked on the row, so requests of different
+ * organisations share a batch and a source outside the scope still reads as not found.
+ */
+export function sourceReader (db: Db, opts: CoalescerOptions): SourceReader {
+  const coalescer = new Coalescer<string, SourceRow>(async (ids) => {
+    const rows = await findSourcesById(db, ids)
+    return new Map(rows.map((r) => [r.id, r]))
+  }, opts)
+  return async (id, scope) => visible(await coalescer.load(id), scope)
+}
 
 function deleteById (scoped: boolean) {
   return queryBuilder.deleteFrom('sources')
@@ -121,11 +145,6 @@ function deleteById (scoped: boolean) {
 }
 const deleteScoped = prepare<{ id: string, organisation: string }, never>(deleteById(true))
 const deleteAny = prepare<{ id: string }, never>(deleteById(false))
-
-export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
-  const query = scope === 'all' ? findAny({ id }) : findScoped({ id, organisation: scope.organisation })
-  return (await db.executeQuery(query)).rows[0]
-}
 
 /** Returns false when no source with that id is visible in the scope. */
 export async function deleteSource (db: Db, id: string, scope: Scope): Promise<boolean> {

@@ -11,7 +11,7 @@ import {
 } from './sources.schema.js'
 import {
   type NewSource, type Scope, type SourceRow,
-  deleteSource, diagnoseSources, findSource, insertSources
+  deleteSource, diagnoseSources, insertSources, sourceReader
 } from './sources.repository.js'
 
 function scopeOf (account: AuthenticatedAccount): Scope {
@@ -88,6 +88,7 @@ async function explainRejection (app: Parameters<FastifyPluginAsyncTypebox>[0], 
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
+  const readSource = sourceReader(app.db, { maxInFlight: config.DB_READS_IN_FLIGHT, maxBatch: 100 })
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
@@ -128,7 +129,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
       response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
-    const row = await findSource(app.db, request.query.id, scopeOf(request.account))
+    const row = await readSource(request.query.id, scopeOf(request.account))
     if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
     // A string payload is sent as it is (no second serialisation); its shape is SourceFeature's.
     return reply.type('application/geo+json').send(featureJson(row) as unknown as SourceFeature)

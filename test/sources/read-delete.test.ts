@@ -92,3 +92,41 @@ t.test('unknown routes and methods are 404 in the error shape', async (t) => {
   expectError(t, await app.inject({ method: 'GET', url: '/nope' }), 404, 'NOT_FOUND')
   expectError(t, await app.inject({ method: 'PUT', url: '/sources/?id=x' }), 404, 'NOT_FOUND')
 })
+
+t.test('concurrent GETs, coalesced into shared queries, each get their own answer', async (t) => {
+  // One query in flight at a time, so nearly all of these go out in batches of many ids.
+  const ctx1 = await build(t, { DB_READS_IN_FLIGHT: 1 })
+  const a = await session(ctx1, 'editor', 'org-a')
+  const b = await session(ctx1, 'editor', 'org-b')
+  const ids: Array<{ id: string, org: 'a' | 'b' }> = []
+  for (let i = 0; i < 10; i++) {
+    for (const [org, s] of [['a', a], ['b', b]] as const) {
+      const res = await ctx1.app.inject({ method: 'POST', url: '/sources', headers: s.headers, payload: collection(feature(`batch-${i}`, { coordinates })) })
+      t.equal(res.statusCode, 201, res.body)
+      ids.push({ id: res.json().id, org })
+    }
+  }
+  const reads = ids.flatMap(({ id, org }) => [
+    { id, headers: org === 'a' ? a.headers : b.headers, expect: 200 },
+    { id, headers: org === 'a' ? b.headers : a.headers, expect: 404 }
+  ])
+  reads.push({ id: 'src_0000000000000000000000', headers: a.headers, expect: 404 })
+  // Count the statements the reads send (the reader calls executeQuery on this instance).
+  const db = ctx1.app.db
+  const executeQuery = db.executeQuery.bind(db)
+  let queries = 0
+  db.executeQuery = (async (q: Parameters<typeof executeQuery>[0]) => { queries++; return executeQuery(q) }) as typeof db.executeQuery
+  const results = await Promise.all(reads.map((r) => ctx1.app.inject({ method: 'GET', url: `/sources/?id=${r.id}`, headers: r.headers })))
+  db.executeQuery = executeQuery
+  t.ok(queries > 0 && queries <= 5, `${reads.length} reads in ${queries} queries`)
+  results.forEach((res, i) => {
+    const r = reads[i] as typeof reads[number]
+    t.equal(res.statusCode, r.expect, `${r.id} for ${r.headers.authorization === a.headers.authorization ? 'org-a' : 'org-b'}`)
+    if (r.expect === 200) t.equal(res.json().id, r.id)
+  })
+  // A read that starts after a DELETE was acknowledged never sees the row.
+  const gone = ids[0] as { id: string }
+  t.equal((await ctx1.app.inject({ method: 'DELETE', url: `/sources/?id=${gone.id}`, headers: a.headers })).statusCode, 200)
+  const after = await Promise.all([gone.id, ids[2]?.id].map((id) => ctx1.app.inject({ method: 'GET', url: `/sources/?id=${id}`, headers: a.headers })))
+  t.same(after.map((r) => r.statusCode), [404, 200])
+})
