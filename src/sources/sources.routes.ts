@@ -94,7 +94,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
   app.post('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON' },
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
-    preParsing: [app.admitLargeBody],
+    ...app.largeBodies,
     schema: {
       summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing)',
       security: [{ bearerAuth: [] }],

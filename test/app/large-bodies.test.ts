@@ -4,8 +4,9 @@
 import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { AdmissionQueue } from '../../src/plugins/large-bodies.js'
-import { build, collection, expectError, feature, session, square } from '../helper.js'
+import Fastify from 'fastify'
+import largeBodiesPlugin, { AdmissionQueue } from '../../src/plugins/large-bodies.js'
+import { build, collection, expectError, feature, session, square, testConfig } from '../helper.js'
 
 t.test('AdmissionQueue: slots, order, a full queue, release once, cancel', async (t) => {
   const q = new AdmissionQueue(1, 2)
@@ -104,4 +105,69 @@ t.test('over HTTP', async (t) => {
   f.finish()
   t.match(await within(f.done, 'f'), /^HTTP\/1\.1 201 /)
   t.equal((await within(g, 'g')).status, 201)
+})
+
+t.test('a slot is held until the handler has answered, even when its client left', async (t) => {
+  // A bare app with the plugin and one route whose validation step and handler wait for the test.
+  const app = Fastify()
+  await app.register(largeBodiesPlugin, { config: testConfig({ LARGE_BODY_BYTES: 10, LARGE_BODY_CONCURRENCY: 1, LARGE_BODY_QUEUE: 10 }) })
+  const gates = new Map<string, { validated: Promise<void>, handled: Promise<void>, validate: () => void, handle: () => void }>()
+  const gate = (name: string) => {
+    let validate!: () => void
+    let handle!: () => void
+    const g = { validated: new Promise<void>((resolve) => { validate = resolve }), handled: new Promise<void>((resolve) => { handle = resolve }), validate: () => validate(), handle: () => handle() }
+    gates.set(name, g)
+    return g
+  }
+  const events: string[] = []
+  app.post<{ Querystring: { name: string } }>('/work', {
+    ...app.largeBodies,
+    preValidation: async (request) => { await gates.get(request.query.name)?.validated }
+  }, async (request) => {
+    events.push(`start ${request.query.name}`)
+    await gates.get(request.query.name)?.handled
+    events.push(`end ${request.query.name}`)
+    return { ok: true }
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const { port } = app.server.address() as AddressInfo
+  const send = (name: string) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => {})
+    let response = ''
+    socket.on('data', (d) => { response += d.toString() })
+    const done = new Promise<string>((resolve) => socket.on('close', () => resolve(response)))
+    const body = JSON.stringify({ padding: 'x'.repeat(100) })
+    socket.write(`POST /work?name=${name} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`)
+    return { socket, done }
+  }
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 100))
+
+  // a is in its handler when its client leaves; b must not start until a's handler is done.
+  const a = gate('a'); a.validate()
+  const clientA = send('a')
+  await settle()
+  t.same(events, ['start a'])
+  clientA.socket.destroy()
+  const b = gate('b'); b.validate(); b.handle()
+  const clientB = send('b')
+  await settle()
+  t.same(events, ['start a'], 'b waits: a still holds the slot though its client left')
+  a.handle()
+  t.match(await clientB.done, /^HTTP\/1\.1 200 /)
+  t.same(events, ['start a', 'end a', 'start b', 'end b'])
+
+  // c's client leaves after its body was read, before its handler: the handler never runs and
+  // the slot is free for d.
+  const c = gate('c')
+  const clientC = send('c')
+  await settle()
+  clientC.socket.destroy()
+  await settle()
+  c.validate()
+  await settle()
+  const d = gate('d'); d.validate(); d.handle()
+  t.match(await send('d').done, /^HTTP\/1\.1 200 /)
+  t.same(events.slice(4), ['start d', 'end d'], 'the handler of a client that left before it ran is skipped')
 })
