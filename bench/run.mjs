@@ -57,8 +57,14 @@ async function seed (from, count) {
         '[2024-01-01Z,2024-02-01Z)'
       FROM generate_series($1::bigint, $2::bigint) AS n`, [start, end, accountId])
   }
-  await db.query('ANALYZE sources')
   log(`seeded ${count} rows from ${from} in ${Date.now() - t0} ms`)
+}
+// Before each measured set, for the service and its baselines alike: dead rows of the previous
+// scenario vacuumed, statistics fresh, dirty pages written, so neither autovacuum nor a checkpoint
+// lands in the middle of one target's runs and not the other's.
+async function settleDatabase () {
+  await db.query('VACUUM (ANALYZE) sources')
+  await db.query('CHECKPOINT')
 }
 const rowCount = async () => Number((await db.query('SELECT count(*) FROM sources')).rows[0].count)
 
@@ -83,9 +89,14 @@ process.on('exit', () => { service.kill(); naive.kill() })
 
 const token = (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
 
+// RSS sampled every 200 ms: the service's peak over the whole run, and per measured set (warm-up
+// included) the peak of the process under test.
 let peakRssKb = 0
+let setPeakRssKb = 0
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
-const sampler = setInterval(() => { try { peakRssKb = Math.max(peakRssKb, rssOf(service.pid)) } catch {} }, 200)
+const sampler = setInterval(() => {
+  try { const kb = rssOf(service.pid); peakRssKb = Math.max(peakRssKb, kb); setPeakRssKb = Math.max(setPeakRssKb, kb) } catch {}
+}, 200)
 
 let deleteCursor = 2_000_000_000
 let embeddedPort, embeddedToken
@@ -101,11 +112,15 @@ function load (target, scenario, duration) {
 
 async function measure (target, name, scenario) {
   log(`${target}: ${name} (warm-up, then ${RUNS} × ${DURATION} s)`)
+  if (target !== 'embedded') await settleDatabase()
+  setPeakRssKb = 0
   load(target, scenario, Math.max(2, Math.round(DURATION / 2)))
   const runs = []
   for (let i = 0; i < RUNS; i++) runs.push(load(target, scenario, DURATION))
   const stat = (k) => ({ median: median(runs.map((r) => r[k])), min: Math.min(...runs.map((r) => r[k])), max: Math.max(...runs.map((r) => r[k])) })
-  return { target, name, rps: stat('rps'), p50: stat('p50'), p99: stat('p99'), errors: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0), runs }
+  // The sampler watches the service (or the embedded service), not the naive handler.
+  const peakRssMb = target === 'naive' ? null : setPeakRssKb / 1024
+  return { target, name, rps: stat('rps'), p50: stat('p50'), p99: stat('p99'), errors: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0), peakRssMb, runs }
 }
 
 // Delete targets: each DELETE request removes a different seeded row above the GET range.
@@ -147,7 +162,7 @@ ${insertFrom(1, 'p')}`,
   'POST /sources (1,000 features)': `\\set n random(1, 1000000000000)
 ${insertFrom(1000, 'q')}`
 }
-function pgbench (name) {
+async function pgbench (name) {
   const file = join(pgdir, `${name.replace(/\W+/g, '_')}.sql`)
   writeFileSync(file, scripts[name])
   const runOnce = (seconds) => {
@@ -156,11 +171,13 @@ function pgbench (name) {
     return { tps: Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]), latencyMs: Number(/latency average = ([\d.]+) ms/.exec(r.stdout)?.[1]), failed: Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0) }
   }
   log(`pgbench: ${name}`)
+  await settleDatabase()
   runOnce(Math.max(2, Math.round(DURATION / 2)))
   const runs = Array.from({ length: RUNS }, () => runOnce(DURATION))
   return { name, tps: { median: median(runs.map((r) => r.tps)), min: Math.min(...runs.map((r) => r.tps)), max: Math.max(...runs.map((r) => r.tps)) }, latencyMs: median(runs.map((r) => r.latencyMs)), failed: runs.reduce((a, r) => a + r.failed, 0), runs }
 }
-const pgbenchResults = Object.keys(scripts).map(pgbench)
+const pgbenchResults = []
+for (const name of Object.keys(scripts)) pgbenchResults.push(await pgbench(name))
 
 // Half of peak load: GET and single POST at half the measured service req/s.
 const halfLoad = []
@@ -219,7 +236,9 @@ if (process.env.BENCH_EMBEDDED !== '0') {
     await sleep(100)
   }
   embeddedToken = (await (await fetch(`http://127.0.0.1:${embeddedPort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
-  const embeddedSampler = setInterval(() => { try { embeddedPeakRssKb = Math.max(embeddedPeakRssKb, rssOf(child.pid)) } catch {} }, 200)
+  const embeddedSampler = setInterval(() => {
+    try { const kb = rssOf(child.pid); embeddedPeakRssKb = Math.max(embeddedPeakRssKb, kb); setPeakRssKb = Math.max(setPeakRssKb, kb) } catch {}
+  }, 200)
   // GET_ROWS rows to read, then enough to delete: every DELETE run is a fixed number of requests.
   const deleteScenario = { kind: 'delete', amount: EMBEDDED_DELETES }
   const seedIds = []
@@ -257,7 +276,7 @@ for (const [name, scenario] of scenarios) {
   const unit = scenario.features === 1000 ? 1000 : 1
   const ratioN = n ? `${(s.rps.median / n.rps.median).toFixed(2)}×` : '—'
   const ratioP = p ? `${(s.rps.median * unit / (p.tps.median * unit)).toFixed(2)}×` : '—'
-  rows.push(`| ${name} | ${f0(s.rps.median * unit)} (${f0(s.rps.min * unit)}–${f0(s.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(s.p50.median)} / ${f1(s.p99.median)} | ${s.errors} | ${n ? `${f0(n.rps.median * unit)} (errors ${n.errors})` : '—'} | ${p ? f0(p.tps.median * unit) : '—'} | ${ratioN} | ${ratioP} |`)
+  rows.push(`| ${name} | ${f0(s.rps.median * unit)} (${f0(s.rps.min * unit)}–${f0(s.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(s.p50.median)} / ${f1(s.p99.median)} | ${s.errors} | ${f0(s.peakRssMb)} | ${n ? `${f0(n.rps.median * unit)} (errors ${n.errors})` : '—'} | ${p ? f0(p.tps.median * unit) : '—'} | ${ratioN} | ${ratioP} |`)
 }
 const md = `# Benchmark results
 
@@ -267,12 +286,14 @@ const md = `# Benchmark results
 - Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, pool 10, full validation, auth and rate limiting (limit set high enough not to trigger).
 - Naive handler: \`bench/naive-server.mjs\` (Fastify + pg, same SQL, no validation, auth or rate limits).
 - Raw SQL: pgbench -M prepared -c ${CONNECTIONS} -j 2 -T ${DURATION}, same statements (bench/run.mjs \`scripts\`).
-- Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon.
+- Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon. Before each
+  measured set (service, naive handler and pgbench alike): \`VACUUM (ANALYZE) sources; CHECKPOINT\`.
+  Peak RSS: the service process sampled every 200 ms over the set, warm-up included.
 
 ## Service against its baselines
 
-| scenario | service req/s (min–max) | p50 / p99 ms | errors | naive req/s | pgbench tps | × naive | × pgbench |
-|---|---|---|---|---|---|---|---|
+| scenario | service req/s (min–max) | p50 / p99 ms | errors | peak RSS MB | naive req/s | pgbench tps | × naive | × pgbench |
+|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
 Peak RSS of the service: ${f0(peakRssKb / 1024)} MB sampled under load (VmHWM ${f0(vmhwm / 1024)} MB).
@@ -285,27 +306,27 @@ sockets, latency counted from when it was due). **autocannon**: its \`overallRat
 each connection send its quota for the second back to back and then pause until the next second,
 so the service sees full-speed bursts for part of every second rather than half the load.
 
-| scenario | generator | target req/s | achieved req/s | p50 / p99 ms (p99 min–max) | errors |
-|---|---|---|---|---|---|
-${halfLoad.map((r) => `| ${r.name} | ${r.generator} | ${f0(r.rate)} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} (${f1(r.p99.min)}–${f1(r.p99.max)}) | ${r.errors} |`).join('\n')}
+| scenario | generator | target req/s | achieved req/s | p50 / p99 ms (p99 min–max) | errors | peak RSS MB |
+|---|---|---|---|---|---|---|
+${halfLoad.map((r) => `| ${r.name} | ${r.generator} | ${f0(r.rate)} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} (${f1(r.p99.min)}–${f1(r.p99.max)}) | ${r.errors} | ${f0(r.peakRssMb)} |`).join('\n')}
 
 ## Scaling
 
-| scenario | req/s (min–max) | p50 / p99 ms | errors |
-|---|---|---|---|
-${scaling.map((r) => `| ${r.name} | ${f0(r.rps.median)} (${f0(r.rps.min)}–${f0(r.rps.max)}) | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} |`).join('\n')}
+| scenario | req/s (min–max) | p50 / p99 ms | errors | peak RSS MB |
+|---|---|---|---|---|
+${scaling.map((r) => `| ${r.name} | ${f0(r.rps.median)} (${f0(r.rps.min)}–${f0(r.rps.max)}) | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} | ${f0(r.peakRssMb)} |`).join('\n')}
 
 ## Embedded backend (no target)
 
 The same service with DATABASE_URL unset: PostGIS in WebAssembly (PGlite), in-process, one
 query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each, so their req/s is the rate of that fixed batch.`}
 
-| scenario | req/s (min–max) | p50 / p99 ms | errors | × server backend |
-|---|---|---|---|---|
+| scenario | req/s (min–max) | p50 / p99 ms | errors | peak RSS MB | × server backend |
+|---|---|---|---|---|---|
 ${embedded.map((r) => {
   const unit = r.name.includes('1,000') ? 1000 : 1
   const server = byName('service', r.name)
-  return `| ${r.name} | ${f0(r.rps.median * unit)} (${f0(r.rps.min * unit)}–${f0(r.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} | ${server ? `${(r.rps.median / server.rps.median).toFixed(2)}×` : '—'} |`
+  return `| ${r.name} | ${f0(r.rps.median * unit)} (${f0(r.rps.min * unit)}–${f0(r.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} | ${f0(r.peakRssMb)} | ${server ? `${(r.rps.median / server.rps.median).toFixed(2)}×` : '—'} |`
 }).join('\n')}
 
 ${embedded.length === 0 ? '' : `Peak RSS of the embedded service: ${f0(embeddedPeakRssKb / 1024)} MB sampled (VmHWM ${f0(embeddedVmhwm / 1024)} MB).`}
