@@ -19,6 +19,7 @@ export const ConfigSchema = Type.Object({
   DB_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 100 }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 100 }),
   DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; further reads wait and go out together as one query.' }),
+  DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; further requests wait and go out together as one INSERT.' }),
 
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'HMAC key for HS256 tokens, at least 32 bytes. Required with DATABASE_URL; the embedded backend generates one and keeps it in DATA_DIR.' })),
   JWT_ISSUER: Type.String({ default: 'source-registry', minLength: 1 }),

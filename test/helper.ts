@@ -71,6 +71,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
     DB_READS_IN_FLIGHT: 2,
+    DB_WRITES_IN_FLIGHT: 2,
     DB_CONNECT_TIMEOUT_MS: 1000,
     DB_STATEMENT_TIMEOUT_MS: 10000,
     JWT_SECRET: TEST_SECRET,

@@ -3,7 +3,7 @@
 // as one binary EWKB MultiPolygon that ST_Dump splits back into rows, in order. When the database
 // rejects it, diagnoseSources evaluates each constraint per feature to say which one failed.
 import { type Kysely, type Transaction, sql } from 'kysely'
-import { Coalescer, type CoalescerOptions } from '../db/coalesce.js'
+import { Batcher } from '../db/batch.js'
 import { param, prepare, queryBuilder } from '../db/compiled.js'
 import type { Database } from '../db/database.js'
 import { multiPolygonEwkb } from './geojson.js'
@@ -51,6 +51,58 @@ export async function insertSources (db: Db, owner: Owner, sources: NewSource[])
     INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
     SELECT t.id, t.feature_id, ${owner.organisation}, ${owner.accountId}::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)')
     FROM ${unnestSources(sources)}`.execute(db)
+}
+
+export interface SourceInsert { owner: Owner, sources: NewSource[] }
+
+/** Several requests' sources in one statement (one transaction): each row with its own owner. */
+async function insertSourcesOfMany (db: Db, inserts: SourceInsert[]): Promise<void> {
+  const all = inserts.flatMap((i) => i.sources)
+  const owners = inserts.flatMap((i) => i.sources.map(() => i.owner))
+  await sql`
+    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+    SELECT t.id, t.feature_id, o.organisation, o.created_by, t.geom, tstzrange(t.start_at, t.end_at, '[)')
+    FROM ${unnestSources(all)}
+    JOIN ROWS FROM (
+      unnest(${owners.map((o) => o.organisation)}::text[]),
+      unnest(${owners.map((o) => o.accountId)}::uuid[])
+    ) WITH ORDINALITY AS o(organisation, created_by, ord) ON o.ord = t.ord`.execute(db)
+}
+
+export type SourceWriter = (insert: SourceInsert) => Promise<void>
+
+/**
+ * insertSources, with concurrent requests batched into one INSERT once `maxInFlight` are
+ * running (db/batch.ts), up to `maxFeatures` features per statement. A batch is all or
+ * nothing, while each request must be on its own: when a batch of several fails, each of its
+ * requests is inserted again alone, in arrival order, and gets its own outcome (so of two
+ * requests that conflict with each other, the first wins and the second gets the error).
+ */
+export function sourceWriter (db: Db, opts: { maxInFlight: number, maxFeatures: number }): SourceWriter {
+  const batcher = new Batcher<SourceInsert, { error: unknown } | undefined>(async (inserts) => {
+    if (inserts.length > 1) {
+      try {
+        await insertSourcesOfMany(db, inserts)
+        return inserts.map(() => undefined)
+      } catch {
+        // One of them (or the database) failed; the inserts one by one below say which.
+      }
+    }
+    const outcomes = []
+    for (const i of inserts) {
+      try {
+        await insertSources(db, i.owner, i.sources)
+        outcomes.push(undefined)
+      } catch (error) {
+        outcomes.push({ error })
+      }
+    }
+    return outcomes
+  }, { maxInFlight: opts.maxInFlight, maxWeight: opts.maxFeatures, weight: (i) => i.sources.length })
+  return async (insert) => {
+    const outcome = await batcher.submit(insert)
+    if (outcome !== undefined) throw outcome.error
+  }
 }
 
 export interface SourceDiagnosis {
@@ -126,16 +178,16 @@ export async function findSource (db: Db, id: string, scope: Scope): Promise<Sou
 export type SourceReader = (id: string, scope: Scope) => Promise<SourceRow | undefined>
 
 /**
- * findSource, with concurrent reads coalesced into one query once `maxInFlight` are running
- * (db/coalesce.ts). The organisation is checked on the row, so requests of different
+ * findSource, with concurrent reads batched into one query once `maxInFlight` are running
+ * (db/batch.ts). The organisation is checked on the row, so requests of different
  * organisations share a batch and a source outside the scope still reads as not found.
  */
-export function sourceReader (db: Db, opts: CoalescerOptions): SourceReader {
-  const coalescer = new Coalescer<string, SourceRow>(async (ids) => {
-    const rows = await findSourcesById(db, ids)
-    return new Map(rows.map((r) => [r.id, r]))
-  }, opts)
-  return async (id, scope) => visible(await coalescer.load(id), scope)
+export function sourceReader (db: Db, opts: { maxInFlight: number, maxBatch: number }): SourceReader {
+  const batcher = new Batcher<string, SourceRow | undefined>(async (ids) => {
+    const rows = new Map((await findSourcesById(db, ids)).map((r) => [r.id, r]))
+    return ids.map((id) => rows.get(id))
+  }, { maxInFlight: opts.maxInFlight, maxWeight: opts.maxBatch })
+  return async (id, scope) => visible(await batcher.submit(id), scope)
 }
 
 function deleteById (scoped: boolean) {

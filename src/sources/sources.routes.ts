@@ -11,7 +11,7 @@ import {
 } from './sources.schema.js'
 import {
   type NewSource, type Scope, type SourceRow,
-  deleteSource, diagnoseSources, insertSources, sourceReader
+  deleteSource, diagnoseSources, sourceReader, sourceWriter
 } from './sources.repository.js'
 
 function scopeOf (account: AuthenticatedAccount): Scope {
@@ -89,6 +89,7 @@ async function explainRejection (app: Parameters<FastifyPluginAsyncTypebox>[0], 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
   const readSource = sourceReader(app.db, { maxInFlight: config.DB_READS_IN_FLIGHT, maxBatch: 100 })
+  const writeSources = sourceWriter(app.db, { maxInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
@@ -108,7 +109,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app,
     const ids = newSourceIds(checked.features.length)
     const sources: NewSource[] = checked.features.map((f, i) => ({ id: ids[i] as string, featureId: f.featureId, rings: f.rings, startAt: f.startAt, endAt: f.endAt }))
     try {
-      await insertSources(app.db, { organisation: account.organisation, accountId: account.id }, sources)
+      await writeSources({ owner: { organisation: account.organisation, accountId: account.id }, sources })
     } catch (err) {
       throw await explainRejection(app, err, account.organisation, sources)
     }

@@ -3,7 +3,7 @@ import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { sql } from 'kysely'
 import { CreateResponseSchema } from '../../src/sources/sources.schema.js'
-import { build, collection, feature, session, square, expectError } from '../helper.js'
+import { backend, build, collection, feature, session, square, expectError } from '../helper.js'
 
 const ctx = await build(t, { MAX_FEATURES: 5, BODY_LIMIT_BYTES: 64 * 1024 })
 const { app, db } = ctx
@@ -208,4 +208,49 @@ t.test('403 for viewers, 401 without a token', async (t) => {
   expectError(t, await post(collection(feature('v')), {}), 401, 'UNAUTHORIZED')
   const admin = await session(ctx, 'admin', 'hq')
   t.equal((await post(collection(feature('adm')), admin.headers)).statusCode, 201)
+})
+
+t.test('concurrent POSTs, batched into shared INSERTs, each keep their own owner and outcome', async (t) => {
+  // One insert in flight at a time, so the others go out together.
+  const ctx1 = await build(t, { DB_WRITES_IN_FLIGHT: 1 })
+  const a = await session(ctx1, 'editor', 'org-a')
+  const b = await session(ctx1, 'editor', 'org-b')
+  const orgOf = (s: typeof a) => s === a ? 'org-a' : 'org-b'
+  type Req = { s: typeof a, body: unknown, expect: number }
+  async function send (requests: Req[]) {
+    const results = await Promise.all(requests.map((r) => ctx1.app.inject({ method: 'POST', url: '/sources', headers: r.s.headers, payload: r.body as object })))
+    results.forEach((res, i) => { t.equal(res.statusCode, requests[i]?.expect, `request ${i}: ${res.body.slice(0, 120)}`) })
+    const created = results.flatMap((res, i) => res.statusCode === 201
+      ? (res.json().sources as Array<{ id: string, feature_id: string }>).map((s) => ({ ...s, org: orgOf(requests[i]?.s as typeof a) }))
+      : [])
+    const rows = (await sql<{ id: string, feature_id: string, organisation: string, tx: string }>`
+      SELECT id, feature_id, organisation, xmin::text AS tx FROM sources WHERE id = ANY(${created.map((c) => c.id)}::text[])`.execute(ctx1.db)).rows
+    t.equal(rows.length, created.length, 'every acknowledged source is stored')
+    const byId = new Map(rows.map((r) => [r.id, r]))
+    for (const c of created) t.same({ feature_id: byId.get(c.id)?.feature_id, organisation: byId.get(c.id)?.organisation }, { feature_id: c.feature_id, organisation: c.org })
+    return { results, transactions: new Set(rows.map((r) => r.tx)).size }
+  }
+
+  // All valid: rows of many requests share a transaction (xmin).
+  const valid = await send(Array.from({ length: 16 }, (_, i) => ({ s: i % 2 === 0 ? a : b, body: collection(feature(`ok-${i}`, { coordinates: square(i, 10) }), feature(`ok-${i}-second`, { coordinates: square(i, 20) })), expect: 201 })))
+  // The server backend only: PGlite runs each statement on the main thread, and the requests
+  // here reach the writer one after another there, so batches of one are all it sees.
+  if (backend === 'server') t.ok(valid.transactions <= 4, `16 requests stored in ${valid.transactions} transactions`)
+
+  // A batch with requests that fail: each request still gets its own answer.
+  const bowtie = [[[0, 0], [2, 2], [2, 0], [0, 2], [0, 0]]]
+  const mixed = await send([
+    { s: a, body: collection(feature('first', { coordinates: square(1, 1) })), expect: 201 },
+    // The first of two conflicting requests wins; the second gets 409 (same org, feature id, period).
+    { s: a, body: collection(feature('twice', { coordinates: square(30, 30) })), expect: 201 },
+    { s: a, body: collection(feature('twice', { coordinates: square(31, 31) })), expect: 409 },
+    // The same feature id in another organisation is another source.
+    { s: b, body: collection(feature('twice', { coordinates: square(32, 32) })), expect: 201 },
+    { s: b, body: collection(feature('bowtie', { coordinates: bowtie })), expect: 422 },
+    ...Array.from({ length: 6 }, (_, i) => ({ s: i % 2 === 0 ? b : a, body: collection(feature(`late-${i}`, { coordinates: square(i, 40) })), expect: 201 }))
+  ])
+  const conflict = mixed.results[2]?.json()
+  t.equal(conflict.code, 'SOURCE_CONFLICT')
+  t.equal(conflict.details[0].existing_id, mixed.results[1]?.json().id, 'the 409 names the source of the request that came first')
+  t.match(mixed.results[4]?.json(), { code: 'INVALID_GEOMETRY', details: [{ feature_index: 0, feature_id: 'bowtie', reason: /Self-intersection/ }] })
 })
