@@ -283,7 +283,7 @@ const md = `# Benchmark results
 - Date: ${date}; commit ${commit}
 - Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; load generator, service, naive handler and PostGIS share it.
 - Command: \`make bench\` (= \`node bench/run.mjs\`), BENCH_DURATION=${DURATION} s, BENCH_RUNS=${RUNS}, ${CONNECTIONS} connections, pipelining 1, a warm-up run before each measured set.
-- Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, pool 10, full validation, auth and rate limiting (limit set high enough not to trigger).
+- Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, default configuration (pool 10, DB_READS_IN_FLIGHT 2, DB_WRITES_IN_FLIGHT 2, LARGE_BODY_CONCURRENCY 4), full validation, auth and rate limiting (limit set high enough not to trigger).
 - Naive handler: \`bench/naive-server.mjs\` (Fastify + pg, same SQL, no validation, auth or rate limits).
 - Raw SQL: pgbench -M prepared -c ${CONNECTIONS} -j 2 -T ${DURATION}, same statements (bench/run.mjs \`scripts\`).
 - Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon. Before each
