@@ -89,14 +89,13 @@ process.on('exit', () => { service.kill(); naive.kill() })
 
 const token = (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
 
-// RSS sampled every 200 ms: the service's peak over the whole run, and per measured set (warm-up
-// included) the peak of the process under test.
+// Peak RSS from the kernel: VmHWM, the process's high-water mark, reset before each measured set
+// by writing 5 to /proc/<pid>/clear_refs (Linux ≥ 4.0). Exact, where sampling would miss the
+// peaks (and a timer in this process cannot run while a load run blocks it).
 let peakRssKb = 0
-let setPeakRssKb = 0
-const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
-const sampler = setInterval(() => {
-  try { const kb = rssOf(service.pid); peakRssKb = Math.max(peakRssKb, kb); setPeakRssKb = Math.max(setPeakRssKb, kb) } catch {}
-}, 200)
+let peakPid
+const hwmOf = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
+const resetPeak = (pid) => writeFileSync(`/proc/${pid}/clear_refs`, '5')
 
 let deleteCursor = 2_000_000_000
 let embeddedPort, embeddedToken
@@ -113,13 +112,15 @@ function load (target, scenario, duration) {
 async function measure (target, name, scenario) {
   log(`${target}: ${name} (warm-up, then ${RUNS} × ${DURATION} s)`)
   if (target !== 'embedded') await settleDatabase()
-  setPeakRssKb = 0
+  // The process whose memory is reported: the service (server or embedded), not the naive handler.
+  const pid = target === 'naive' ? undefined : target === 'embedded' ? peakPid : service.pid
+  if (pid !== undefined) resetPeak(pid)
   load(target, scenario, Math.max(2, Math.round(DURATION / 2)))
   const runs = []
   for (let i = 0; i < RUNS; i++) runs.push(load(target, scenario, DURATION))
   const stat = (k) => ({ median: median(runs.map((r) => r[k])), min: Math.min(...runs.map((r) => r[k])), max: Math.max(...runs.map((r) => r[k])) })
-  // The sampler watches the service (or the embedded service), not the naive handler.
-  const peakRssMb = target === 'naive' ? null : setPeakRssKb / 1024
+  const peakRssMb = pid === undefined ? null : hwmOf(pid) / 1024
+  if (target === 'service') peakRssKb = Math.max(peakRssKb, hwmOf(pid))
   return { target, name, rps: stat('rps'), p50: stat('p50'), p99: stat('p99'), errors: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0), peakRssMb, runs }
 }
 
@@ -210,8 +211,6 @@ scaling.push(await scaledDelete())
 await seed(3_000_000_000, Math.max(0, SCALE_ROWS - await rowCount()))
 scaling.push({ ...(await measure('service', `GET at ${await rowCount()} rows`, { kind: 'get' })) })
 scaling.push(await scaledDelete())
-clearInterval(sampler)
-const vmhwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0)
 service.kill(); naive.kill()
 
 // The embedded backend (no target): the same service with DATABASE_URL unset, its PGlite data
@@ -219,7 +218,6 @@ service.kill(); naive.kill()
 // (POST /sources with 1,000 features), since the in-process database has no SQL port.
 const embedded = []
 let embeddedPeakRssKb = 0
-let embeddedVmhwm = 0
 const EMBEDDED_DELETES = 1000
 if (process.env.BENCH_EMBEDDED !== '0') {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-embedded-'))
@@ -236,9 +234,7 @@ if (process.env.BENCH_EMBEDDED !== '0') {
     await sleep(100)
   }
   embeddedToken = (await (await fetch(`http://127.0.0.1:${embeddedPort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
-  const embeddedSampler = setInterval(() => {
-    try { const kb = rssOf(child.pid); embeddedPeakRssKb = Math.max(embeddedPeakRssKb, kb); setPeakRssKb = Math.max(setPeakRssKb, kb) } catch {}
-  }, 200)
+  peakPid = child.pid
   // GET_ROWS rows to read, then enough to delete: every DELETE run is a fixed number of requests.
   const deleteScenario = { kind: 'delete', amount: EMBEDDED_DELETES }
   const seedIds = []
@@ -258,8 +254,7 @@ if (process.env.BENCH_EMBEDDED !== '0') {
     if (scenario.kind === 'token') continue
     embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : scenario), idsFile }))
   }
-  clearInterval(embeddedSampler)
-  embeddedVmhwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0)
+  embeddedPeakRssKb = Math.max(...embedded.map((r) => r.peakRssMb * 1024))
   child.kill()
 }
 
@@ -288,7 +283,8 @@ const md = `# Benchmark results
 - Raw SQL: pgbench -M prepared -c ${CONNECTIONS} -j 2 -T ${DURATION}, same statements (bench/run.mjs \`scripts\`).
 - Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon. Before each
   measured set (service, naive handler and pgbench alike): \`VACUUM (ANALYZE) sources; CHECKPOINT\`.
-  Peak RSS: the service process sampled every 200 ms over the set, warm-up included.
+  Peak RSS: the service process's VmHWM over the set, warm-up included (reset through
+  \`/proc/<pid>/clear_refs\` before each set).
 
 ## Service against its baselines
 
@@ -296,7 +292,7 @@ const md = `# Benchmark results
 |---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-Peak RSS of the service: ${f0(peakRssKb / 1024)} MB sampled under load (VmHWM ${f0(vmhwm / 1024)} MB).
+Peak RSS of the service over all its measured sets: ${f0(peakRssKb / 1024)} MB (VmHWM).
 
 ## Latency at half of peak load
 
@@ -329,7 +325,7 @@ ${embedded.map((r) => {
   return `| ${r.name} | ${f0(r.rps.median * unit)} (${f0(r.rps.min * unit)}–${f0(r.rps.max * unit)})${unit > 1 ? ' polygons/s' : ''} | ${f1(r.p50.median)} / ${f1(r.p99.median)} | ${r.errors} | ${f0(r.peakRssMb)} | ${server ? `${(r.rps.median / server.rps.median).toFixed(2)}×` : '—'} |`
 }).join('\n')}
 
-${embedded.length === 0 ? '' : `Peak RSS of the embedded service: ${f0(embeddedPeakRssKb / 1024)} MB sampled (VmHWM ${f0(embeddedVmhwm / 1024)} MB).`}
+${embedded.length === 0 ? '' : `Peak RSS of the embedded service over its measured sets: ${f0(embeddedPeakRssKb / 1024)} MB (VmHWM).`}
 
 ## pgbench detail
 
@@ -339,7 +335,7 @@ ${pgbenchResults.map((r) => `| ${r.name} | ${f0(r.tps.median)} (${f0(r.tps.min)}
 `
 mkdirSync('bench/raw', { recursive: true })
 const stamp = date.replace(/[:.]/g, '-')
-writeFileSync(`bench/raw/${stamp}.json`, JSON.stringify({ date, commit, startArgs, results, pgbenchResults, halfLoad, scaling, peakRssKb, vmhwm, embedded, embeddedPeakRssKb, embeddedVmhwm }, null, 2))
+writeFileSync(`bench/raw/${stamp}.json`, JSON.stringify({ date, commit, startArgs, results, pgbenchResults, halfLoad, scaling, peakRssKb, embedded, embeddedPeakRssKb }, null, 2))
 const notes = (() => { try { return readFileSync('bench/NOTES.md', 'utf8') } catch { return '' } })()
 writeFileSync('bench/RESULTS.md', md + (notes ? `\n${notes}` : ''))
 log(`wrote bench/RESULTS.md and bench/raw/${stamp}.json`)
