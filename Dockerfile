@@ -16,6 +16,7 @@ COPY sql ./sql
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:3000/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The V8 flags are the ones of `npm start` (package.json): a 2 MB young generation and heap growth
-# tuned for size keep the service near 120 MB under load; see bench/RESULTS.md.
+# The command of `npm start` (package.json): a 2 MB young generation and heap growth tuned for
+# size, and dist/main.cjs sizing libuv's threadpool to the cores, keep the service near 120 MB
+# under load; see README "Performance" and bench/RESULTS.md.
 CMD ["node", "--max-semi-space-size=2", "--optimize-for-size", "dist/main.cjs"]

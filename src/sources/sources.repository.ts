@@ -75,8 +75,8 @@ export type SourceWriter = (insert: SourceInsert) => Promise<void>
  * insertSources, with concurrent requests batched into one INSERT once `maxInFlight` are
  * running (db/batch.ts), up to `maxFeatures` features per statement. A batch is all or
  * nothing, while each request must be on its own: when a batch of several fails, each of its
- * requests is inserted again alone, in arrival order, and gets its own outcome (so of two
- * requests that conflict with each other, the first wins and the second gets the error).
+ * requests is inserted again alone, in the order they reached the writer, and gets its own
+ * outcome (of two requests that conflict, the one that reached it first wins).
  */
 export function sourceWriter (db: Db, opts: { maxInFlight: number, maxFeatures: number }): SourceWriter {
   const batcher = new Batcher<SourceInsert, { error: unknown } | undefined>(async (inserts) => {
@@ -164,23 +164,19 @@ const selectSourcesById = prepare<{ ids: string[] }, SourceRow>(queryBuilder.sel
   ])
   .where('id', '=', sql<string>`any(${param('ids')}::text[])`))
 
-export async function findSourcesById (db: Db, ids: string[]): Promise<SourceRow[]> {
+async function findSourcesById (db: Db, ids: string[]): Promise<SourceRow[]> {
   return (await db.executeQuery(selectSourcesById({ ids }))).rows
 }
 
 const visible = (row: SourceRow | undefined, scope: Scope): SourceRow | undefined =>
   row !== undefined && (scope === 'all' || row.organisation === scope.organisation) ? row : undefined
 
-export async function findSource (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
-  return visible((await findSourcesById(db, [id]))[0], scope)
-}
-
 export type SourceReader = (id: string, scope: Scope) => Promise<SourceRow | undefined>
 
 /**
- * findSource, with concurrent reads batched into one query once `maxInFlight` are running
- * (db/batch.ts). The organisation is checked on the row, so requests of different
- * organisations share a batch and a source outside the scope still reads as not found.
+ * Reads one source by id in a scope, with concurrent reads batched into one query once
+ * `maxInFlight` are running (db/batch.ts). The organisation is checked on the row, so requests
+ * of different organisations share a batch and a source outside the scope reads as not found.
  */
 export function sourceReader (db: Db, opts: { maxInFlight: number, maxBatch: number }): SourceReader {
   const batcher = new Batcher<string, SourceRow | undefined>(async (ids) => {

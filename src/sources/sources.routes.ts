@@ -87,9 +87,10 @@ async function explainRejection (app: Parameters<FastifyPluginAsyncTypebox>[0], 
 }
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
-  // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
+  // Reads and inserts batched under load (sources.repository.ts, db/batch.ts).
   const readSource = sourceReader(app.db, { maxInFlight: config.DB_READS_IN_FLIGHT, maxBatch: 100 })
   const writeSources = sourceWriter(app.db, { maxInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
+  // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
