@@ -4,7 +4,7 @@
 // open-loop load at an even rate (for latency at a given load).
 // Usage: node bench/load.mjs '<scenario json>'
 import { readFileSync } from 'node:fs'
-import http from 'node:http'
+import net from 'node:net'
 import autocannon from 'autocannon'
 import { polygon } from './bodies.mjs'
 
@@ -42,7 +42,9 @@ process.stdout.write(JSON.stringify({ ...output, deletes: nextDelete - (s.delete
 
 /** autocannon: each of the connections sends its next request as soon as the last is answered. */
 async function closedLoop () {
-  const result = await autocannon({
+  const started = performance.now()
+  let lastAnswer = started
+  const instance = autocannon({
     url: s.url,
     connections: s.connections,
     pipelining: 1,
@@ -52,8 +54,13 @@ async function closedLoop () {
     ...(s.rate ? { overallRate: s.rate } : {}),
     requests: [{ setupRequest: (req) => ({ ...req, ...make() }) }]
   })
+  instance.on('response', () => { lastAnswer = performance.now() })
+  const result = await instance
+  // A run of a fixed amount ends on autocannon's 1 s tick, and its per-second average is then
+  // the count, not a rate: divide by the time from start to the last answer instead.
+  const seconds = (lastAnswer - started) / 1000
   return {
-    rps: result.requests.average,
+    rps: s.amount ? result.requests.total / seconds : result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     total: result.requests.total,
@@ -69,45 +76,86 @@ async function closedLoop () {
  * to the ones before, over at most `connections` keep-alive sockets (a request finding them all
  * busy waits for one). Latency is measured from when the request was due, so waiting for a
  * socket counts, and the 1 ms timer tick can only add to it.
+ *
+ * HTTP/1.1 is written and read on plain sockets (requests serialised once, responses framed by
+ * Content-Length): node:http's client costs this process enough CPU, on cores it shares with
+ * the service, to put its own p99 above 10 ms at a few thousand requests/s against a server
+ * that does nothing (see `floor` in bench/run.mjs).
  */
 async function paced () {
   const url = new URL(s.url)
-  const agent = new http.Agent({ keepAlive: true, maxSockets: s.connections })
   const latencies = []
+  const lateness = []
+  const waits = []
   const statusCodes = {}
-  let errors = 0; let sent = 0; let inflight = 0; let finished = false
+  const queue = []
+  const idle = []
+  let errors = 0; let sent = 0; let answered = 0; let finished = false
+  let done
+  const allDone = new Promise((resolve) => { done = resolve })
+  const settle = () => { if (finished && answered + errors === sent) done() }
+  const serialise = (r) => {
+    const body = r.body === undefined ? undefined : Buffer.from(r.body)
+    const head = [`${r.method} ${r.path} HTTP/1.1`, `host: ${url.host}`, ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`), ...(body ? [`content-length: ${body.length}`] : []), '', ''].join('\r\n')
+    return body ? Buffer.concat([Buffer.from(head), body]) : Buffer.from(head)
+  }
+  const connect = () => new Promise((resolve, reject) => {
+    const c = { socket: net.connect({ host: url.hostname, port: Number(url.port) }), buf: Buffer.alloc(0), due: 0 }
+    c.socket.setNoDelay(true)
+    c.socket.once('connect', () => resolve(c))
+    c.socket.once('error', reject)
+    c.socket.on('data', (chunk) => {
+      c.buf = c.buf.length === 0 ? chunk : Buffer.concat([c.buf, chunk])
+      const end = c.buf.indexOf('\r\n\r\n')
+      if (end < 0) return
+      const head = c.buf.toString('latin1', 0, end)
+      const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+      if (length === null) throw new Error(`response without content-length: ${head}`)
+      if (c.buf.length < end + 4 + Number(length[1])) return
+      if (c.buf.length > end + 4 + Number(length[1])) throw new Error('unexpected bytes after a response')
+      const status = head.slice(9, 12)
+      latencies.push(performance.now() - c.due)
+      statusCodes[status] = (statusCodes[status] ?? 0) + 1
+      answered++
+      c.buf = Buffer.alloc(0)
+      send(c)
+      settle()
+    })
+  })
+  // Connections are opened before the clock starts, as autocannon does.
+  const conns = await Promise.all(Array.from({ length: s.connections }, connect))
+  for (const c of conns) {
+    c.socket.on('error', () => {})
+    c.socket.on('close', () => { if (!finished || answered + errors < sent) { errors += c.due ? 1 : 0; c.due = 0; settle() } })
+  }
+  const send = (c) => {
+    const next = queue.shift()
+    if (next === undefined) { c.due = 0; idle.push(c); return }
+    c.due = next.due
+    waits.push(performance.now() - next.due)
+    c.socket.write(next.bytes)
+  }
+  idle.push(...conns)
   const start = performance.now()
   const end = start + s.duration * 1000
-  await new Promise((resolve) => {
-    const settle = () => { if (--inflight === 0 && finished) resolve() }
-    const timer = setInterval(() => {
-      const now = performance.now()
-      for (let due = start + (sent * 1000) / s.rate; due <= now && due < end; due = start + (sent * 1000) / s.rate) {
-        sent++
-        inflight++
-        const r = make()
-        const headers = { ...r.headers, ...(r.body !== undefined ? { 'content-length': Buffer.byteLength(r.body) } : {}) }
-        const req = http.request({ host: url.hostname, port: url.port, method: r.method, path: r.path, headers, agent }, (res) => {
-          res.resume()
-          res.on('end', () => {
-            latencies.push(performance.now() - due)
-            statusCodes[res.statusCode] = (statusCodes[res.statusCode] ?? 0) + 1
-            settle()
-          })
-        })
-        req.on('error', () => { errors++; settle() })
-        req.end(r.body)
-      }
-      if (now >= end) {
-        clearInterval(timer)
-        finished = true
-        if (inflight === 0) resolve()
-      }
-    }, 1)
-  })
-  agent.destroy()
+  const timer = setInterval(() => {
+    const now = performance.now()
+    for (let due = start + (sent * 1000) / s.rate; due <= now && due < end; due = start + (sent * 1000) / s.rate) {
+      sent++
+      lateness.push(now - due)
+      queue.push({ due, bytes: serialise(make()) })
+      const c = idle.pop()
+      if (c !== undefined) send(c)
+    }
+    if (now >= end) { clearInterval(timer); finished = true; settle() }
+  }, 1)
+  await allDone
+  for (const c of conns) c.socket.destroy()
   latencies.sort((a, b) => a - b)
-  const at = (q) => latencies.length === 0 ? 0 : +latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)].toFixed(1)
+  lateness.sort((a, b) => a - b)
+  waits.sort((a, b) => a - b)
+  const quantile = (xs, q) => xs.length === 0 ? 0 : +xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)].toFixed(1)
+  const at = (q) => quantile(latencies, q)
   const non2xx = Object.entries(statusCodes).reduce((n, [code, count]) => n + (Number(code) >= 300 ? count : 0), 0)
-  return { rps: latencies.length / s.duration, p50: at(0.5), p99: at(0.99), total: latencies.length, non2xx, errors, timeouts: 0, statusCodes }
+  return { rps: latencies.length / s.duration, p50: at(0.5), p99: at(0.99), lateP50: quantile(lateness, 0.5), lateP99: quantile(lateness, 0.99), waitP99: quantile(waits, 0.99), total: latencies.length, non2xx, errors, timeouts: 0, statusCodes }
 }

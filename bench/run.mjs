@@ -7,7 +7,7 @@
 // Env: BENCH_DURATION (s, default 5), BENCH_RUNS (default 3), BENCH_SCALE_ROWS (default 1000000).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs'
-import { cpus, tmpdir, totalmem } from 'node:os'
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
 import pg from 'pg'
@@ -32,6 +32,9 @@ function freePort () {
   })
 }
 
+// Everything here shares the cores: a machine already busy when the run starts skews every figure.
+const idleLoad = loadavg()[0]
+if (idleLoad > 0.5) log(`warning: load average ${idleLoad.toFixed(2)} before the run; other work on this machine will skew the figures`)
 const cluster = await startPostgis({ log })
 process.on('exit', () => cluster.stop())
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
@@ -85,7 +88,9 @@ const service = await startProcess(startArgs, {
 }, servicePort)
 const naivePort = await freePort()
 const naive = await startProcess(['bench/naive-server.mjs'], { ORG: 'bench', ACCOUNT_ID: accountId, READY_PATH: 'sources?id=x' }, naivePort)
-process.on('exit', () => { service.kill(); naive.kill() })
+const floorPort = await freePort()
+const floor = await startProcess(['bench/floor-server.mjs'], { READY_PATH: '' }, floorPort)
+process.on('exit', () => { service.kill(); naive.kill(); floor.kill() })
 
 const token = (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
 
@@ -101,7 +106,7 @@ let deleteCursor = 2_000_000_000
 let embeddedPort, embeddedToken
 const runTag = Date.now().toString(36)
 function load (target, scenario, duration) {
-  const port = target === 'service' ? servicePort : target === 'embedded' ? embeddedPort : naivePort
+  const port = { service: servicePort, embedded: embeddedPort, naive: naivePort, floor: floorPort }[target]
   const s = { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration, token: target === 'embedded' ? embeddedToken : token, email: 'bench@example.org', password: PASSWORD, getRows: GET_ROWS, deleteFrom: deleteCursor, runTag: `${runTag}-${target}-${Math.random().toString(36).slice(2, 8)}`, ...scenario }
   const out = execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
   const r = JSON.parse(out)
@@ -111,9 +116,9 @@ function load (target, scenario, duration) {
 
 async function measure (target, name, scenario) {
   log(`${target}: ${name} (warm-up, then ${RUNS} × ${DURATION} s)`)
-  if (target !== 'embedded') await settleDatabase()
-  // The process whose memory is reported: the service (server or embedded), not the naive handler.
-  const pid = target === 'naive' ? undefined : target === 'embedded' ? peakPid : service.pid
+  if (target !== 'embedded' && target !== 'floor') await settleDatabase()
+  // The process whose memory is reported: the service (server or embedded), not a baseline.
+  const pid = target === 'service' ? service.pid : target === 'embedded' ? peakPid : undefined
   if (pid !== undefined) resetPeak(pid)
   load(target, scenario, Math.max(2, Math.round(DURATION / 2)))
   const runs = []
@@ -121,7 +126,8 @@ async function measure (target, name, scenario) {
   const stat = (k) => ({ median: median(runs.map((r) => r[k])), min: Math.min(...runs.map((r) => r[k])), max: Math.max(...runs.map((r) => r[k])) })
   const peakRssMb = pid === undefined ? null : hwmOf(pid) / 1024
   if (target === 'service') peakRssKb = Math.max(peakRssKb, hwmOf(pid))
-  return { target, name, rps: stat('rps'), p50: stat('p50'), p99: stat('p99'), errors: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0), peakRssMb, runs }
+  const paced = scenario.paced ? { lateP99: stat('lateP99'), waitP99: stat('waitP99') } : {}
+  return { target, name, rps: stat('rps'), p50: stat('p50'), p99: stat('p99'), ...paced, errors: runs.reduce((a, r) => a + r.errors + r.timeouts + r.non2xx, 0), peakRssMb, runs }
 }
 
 // Delete targets: each DELETE request removes a different seeded row above the GET range.
@@ -187,6 +193,7 @@ for (const name of ['GET /sources/?id=', 'POST /sources (1 feature)']) {
   const scenario = scenarios.find(([n]) => n === name)[1]
   const rate = Math.round(peak / 2)
   halfLoad.push({ ...(await measure('service', name, { ...scenario, rate, paced: true })), rate, generator: 'paced' })
+  halfLoad.push({ ...(await measure('floor', name, { ...scenario, rate, paced: true })), rate, generator: 'paced, floor server' })
   halfLoad.push({ ...(await measure('service', name, { ...scenario, rate })), rate, generator: 'autocannon' })
 }
 
@@ -211,7 +218,7 @@ scaling.push(await scaledDelete())
 await seed(3_000_000_000, Math.max(0, SCALE_ROWS - await rowCount()))
 scaling.push({ ...(await measure('service', `GET at ${await rowCount()} rows`, { kind: 'get' })) })
 scaling.push(await scaledDelete())
-service.kill(); naive.kill()
+service.kill(); naive.kill(); floor.kill()
 
 // The embedded backend (no target): the same service with DATABASE_URL unset, its PGlite data
 // in a temporary directory. Accounts through the CLI before it starts; rows through the API
@@ -219,6 +226,7 @@ service.kill(); naive.kill()
 const embedded = []
 let embeddedPeakRssKb = 0
 const EMBEDDED_DELETES = 1000
+const EMBEDDED_BULK = 2 * CONNECTIONS
 if (process.env.BENCH_EMBEDDED !== '0') {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-embedded-'))
   const embeddedEnv = { ...env, DATA_DIR: dataDir }
@@ -237,6 +245,10 @@ if (process.env.BENCH_EMBEDDED !== '0') {
   peakPid = child.pid
   // GET_ROWS rows to read, then enough to delete: every DELETE run is a fixed number of requests.
   const deleteScenario = { kind: 'delete', amount: EMBEDDED_DELETES }
+  // PGlite inserts 1,000 features in ~300 ms, one request at a time: behind 15 others a request
+  // waits ~5 s, longer than a timed run. Each run is a fixed EMBEDDED_BULK requests instead (two
+  // per connection), so every request is answered within the run and its rate is counted.
+  const bulkScenario = (scenario) => scenario.features === 1000 ? { ...scenario, amount: EMBEDDED_BULK } : scenario
   const seedIds = []
   const t0 = Date.now()
   const toSeed = GET_ROWS + EMBEDDED_DELETES * (RUNS + 1) + 5_000
@@ -252,7 +264,7 @@ if (process.env.BENCH_EMBEDDED !== '0') {
   deleteCursor = GET_ROWS
   for (const [name, scenario] of scenarios) {
     if (scenario.kind === 'token') continue
-    embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : scenario), idsFile }))
+    embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : bulkScenario(scenario)), idsFile }))
   }
   embeddedPeakRssKb = Math.max(...embedded.map((r) => r.peakRssMb * 1024))
   child.kill()
@@ -276,7 +288,7 @@ for (const [name, scenario] of scenarios) {
 const md = `# Benchmark results
 
 - Date: ${date}; commit ${commit}
-- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; load generator, service, naive handler and PostGIS share it.
+- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; load generator, service, naive handler and PostGIS share it. Load average (1 min) when the run started: ${idleLoad.toFixed(2)}.
 - Command: \`make bench\` (= \`node bench/run.mjs\`), BENCH_DURATION=${DURATION} s, BENCH_RUNS=${RUNS}, ${CONNECTIONS} connections, pipelining 1, a warm-up run before each measured set.
 - Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, default configuration (pool 10, DB_READS_IN_FLIGHT 2, DB_WRITES_IN_FLIGHT 2, LARGE_BODY_CONCURRENCY 4), full validation, auth and rate limiting (limit set high enough not to trigger).
 - Naive handler: \`bench/naive-server.mjs\` (Fastify + pg, same SQL, no validation, auth or rate limits).
@@ -296,15 +308,21 @@ Peak RSS of the service over all its measured sets: ${f0(peakRssKb / 1024)} MB (
 
 ## Latency at half of peak load
 
-Half of the service's peak req/s above, two ways. **paced**: an open-loop load at an even rate
+Half of the service's peak req/s above. **paced**: an open-loop load at an even rate
 (\`bench/load.mjs\` \`paced\`: request k due at k / rate over up to ${CONNECTIONS} keep-alive
 sockets, latency counted from when it was due). **autocannon**: its \`overallRate\`, which lets
 each connection send its quota for the second back to back and then pause until the next second,
 so the service sees full-speed bursts for part of every second rather than half the load.
 
-| scenario | generator | target req/s | achieved req/s | p50 / p99 ms (p99 min–max) | errors | peak RSS MB |
-|---|---|---|---|---|---|---|
-${halfLoad.map((r) => `| ${r.name} | ${r.generator} | ${f0(r.rate)} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} (${f1(r.p99.min)}–${f1(r.p99.max)}) | ${r.errors} | ${f0(r.peakRssMb)} |`).join('\n')}
+**paced, floor server**: the same paced load against \`bench/floor-server.mjs\`, which answers at
+once without a framework or database: the latency that the generator and the shared cores add on
+their own. In the paced rows, *timer late p99* is how late the generator's 1 ms timer sent a
+request after it was due, and *socket wait p99* how long a due request waited for one of the
+${CONNECTIONS} sockets to be free (all busy with earlier requests); both are inside the p99.
+
+| scenario | generator | target req/s | achieved req/s | p50 / p99 ms (p99 min–max) | timer late p99 ms | socket wait p99 ms | errors | peak RSS MB |
+|---|---|---|---|---|---|---|---|---|
+${halfLoad.map((r) => `| ${r.name} | ${r.generator} | ${f0(r.rate)} | ${f0(r.rps.median)} | ${f1(r.p50.median)} / ${f1(r.p99.median)} (${f1(r.p99.min)}–${f1(r.p99.max)}) | ${r.lateP99 ? f1(r.lateP99.median) : '—'} | ${r.waitP99 ? f1(r.waitP99.median) : '—'} | ${r.errors} | ${r.peakRssMb === null ? '—' : f0(r.peakRssMb)} |`).join('\n')}
 
 ## Scaling
 
@@ -315,7 +333,7 @@ ${scaling.map((r) => `| ${r.name} | ${f0(r.rps.median)} (${f0(r.rps.min)}–${f0
 ## Embedded backend (no target)
 
 The same service with DATABASE_URL unset: PostGIS in WebAssembly (PGlite), in-process, one
-query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each, so their req/s is the rate of that fixed batch.`}
+query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each and 1,000-feature POST runs ${EMBEDDED_BULK}, so their rate is that of a fixed batch.`}
 
 | scenario | req/s (min–max) | p50 / p99 ms | errors | peak RSS MB | × server backend |
 |---|---|---|---|---|---|
