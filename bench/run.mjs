@@ -20,6 +20,10 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const SCALE_ROWS = Number(process.env.BENCH_SCALE_ROWS ?? 1_000_000)
 const CONNECTIONS = 16
 const GET_ROWS = 10_000
+// A 1,000-feature insert takes seconds when 16 run at once, so a 5 s run completes one or two per
+// connection and its rate is mostly rounding. Each run of it is instead a fixed number of
+// requests (autocannon amount, pgbench -t per client), timed to the last answer.
+const BULK_REQUESTS = 4 * CONNECTIONS
 const PASSWORD = 'bench password 1234'
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
 const log = (m) => process.stderr.write(`[bench] ${m}\n`)
@@ -140,7 +144,7 @@ const scenarios = [
   ['POST /token', { kind: 'token' }],
   ['GET /sources/?id=', { kind: 'get' }],
   ['POST /sources (1 feature)', { kind: 'post', features: 1, vertices: 5 }],
-  ['POST /sources (1,000 features)', { kind: 'post', features: 1000, vertices: 5 }],
+  ['POST /sources (1,000 features)', { kind: 'post', features: 1000, vertices: 5, amount: BULK_REQUESTS }],
   ['DELETE /sources/?id=', { kind: 'delete' }],
   ['mixed 80% GET / 15% POST / 5% DELETE', { kind: 'mixed', features: 1, vertices: 5 }]
 ]
@@ -172,14 +176,15 @@ ${insertFrom(1000, 'q')}`
 async function pgbench (name) {
   const file = join(pgdir, `${name.replace(/\W+/g, '_')}.sql`)
   writeFileSync(file, scripts[name])
-  const runOnce = (seconds) => {
-    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(seconds), '-f', file, url], { encoding: 'utf8' })
+  const bulk = name.includes('1,000')
+  const runOnce = (seconds, warmUp = false) => {
+    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', ...(bulk ? ['-t', String(warmUp ? 1 : BULK_REQUESTS / CONNECTIONS)] : ['-T', String(seconds)]), '-f', file, url], { encoding: 'utf8' })
     if (r.status !== 0) throw new Error(`pgbench failed: ${r.stderr}`)
     return { tps: Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]), latencyMs: Number(/latency average = ([\d.]+) ms/.exec(r.stdout)?.[1]), failed: Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0) }
   }
   log(`pgbench: ${name}`)
   await settleDatabase()
-  runOnce(Math.max(2, Math.round(DURATION / 2)))
+  runOnce(Math.max(2, Math.round(DURATION / 2)), true)
   const runs = Array.from({ length: RUNS }, () => runOnce(DURATION))
   return { name, tps: { median: median(runs.map((r) => r.tps)), min: Math.min(...runs.map((r) => r.tps)), max: Math.max(...runs.map((r) => r.tps)) }, latencyMs: median(runs.map((r) => r.latencyMs)), failed: runs.reduce((a, r) => a + r.failed, 0), runs }
 }
@@ -226,7 +231,6 @@ service.kill(); naive.kill(); floor.kill()
 const embedded = []
 let embeddedPeakRssKb = 0
 const EMBEDDED_DELETES = 1000
-const EMBEDDED_BULK = 2 * CONNECTIONS
 if (process.env.BENCH_EMBEDDED !== '0') {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-embedded-'))
   const embeddedEnv = { ...env, DATA_DIR: dataDir }
@@ -245,10 +249,6 @@ if (process.env.BENCH_EMBEDDED !== '0') {
   peakPid = child.pid
   // GET_ROWS rows to read, then enough to delete: every DELETE run is a fixed number of requests.
   const deleteScenario = { kind: 'delete', amount: EMBEDDED_DELETES }
-  // PGlite inserts 1,000 features in ~300 ms, one request at a time: behind 15 others a request
-  // waits ~5 s, longer than a timed run. Each run is a fixed EMBEDDED_BULK requests instead (two
-  // per connection), so every request is answered within the run and its rate is counted.
-  const bulkScenario = (scenario) => scenario.features === 1000 ? { ...scenario, amount: EMBEDDED_BULK } : scenario
   const seedIds = []
   const t0 = Date.now()
   const toSeed = GET_ROWS + EMBEDDED_DELETES * (RUNS + 1) + 5_000
@@ -264,7 +264,7 @@ if (process.env.BENCH_EMBEDDED !== '0') {
   deleteCursor = GET_ROWS
   for (const [name, scenario] of scenarios) {
     if (scenario.kind === 'token') continue
-    embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : bulkScenario(scenario)), idsFile }))
+    embedded.push(await measure('embedded', name, { ...(scenario.kind === 'delete' ? deleteScenario : scenario), idsFile }))
   }
   embeddedPeakRssKb = Math.max(...embedded.map((r) => r.peakRssMb * 1024))
   child.kill()
@@ -293,6 +293,7 @@ const md = `# Benchmark results
 - Service: \`node ${startArgs.join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=warn, server backend, default configuration (pool 10, DB_READS_IN_FLIGHT 2, DB_WRITES_IN_FLIGHT 2, LARGE_BODY_CONCURRENCY 4), full validation, auth and rate limiting (limit set high enough not to trigger).
 - Naive handler: \`bench/naive-server.mjs\` (Fastify + pg, same SQL, no validation, auth or rate limits).
 - Raw SQL: pgbench -M prepared -c ${CONNECTIONS} -j 2 -T ${DURATION}, same statements (bench/run.mjs \`scripts\`).
+- 1,000-feature POST: each run is ${BULK_REQUESTS} requests (autocannon \`amount\`; pgbench \`-t ${BULK_REQUESTS / CONNECTIONS}\` per client), its rate timed to the last answer, since at 16 at once a request takes seconds and a ${DURATION} s run would count one or two per connection.
 - Figures: median of ${RUNS} runs (min–max); latency p50 / p99 in ms from autocannon. Before each
   measured set (service, naive handler and pgbench alike): \`VACUUM (ANALYZE) sources; CHECKPOINT\`.
   Peak RSS: the service process's VmHWM over the set, warm-up included (reset through
@@ -333,7 +334,7 @@ ${scaling.map((r) => `| ${r.name} | ${f0(r.rps.median)} (${f0(r.rps.min)}–${f0
 ## Embedded backend (no target)
 
 The same service with DATABASE_URL unset: PostGIS in WebAssembly (PGlite), in-process, one
-query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each and 1,000-feature POST runs ${EMBEDDED_BULK}, so their rate is that of a fixed batch.`}
+query at a time. ${embedded.length === 0 ? 'Not measured in this run (BENCH_EMBEDDED=0).' : `Seeded through the API; DELETE runs are ${EMBEDDED_DELETES} requests each and 1,000-feature POST runs ${BULK_REQUESTS}, so their rate is that of a fixed batch.`}
 
 | scenario | req/s (min–max) | p50 / p99 ms | errors | peak RSS MB | × server backend |
 |---|---|---|---|---|---|
