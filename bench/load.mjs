@@ -124,9 +124,19 @@ async function paced () {
   })
   // Connections are opened before the clock starts, as autocannon does.
   const conns = await Promise.all(Array.from({ length: s.connections }, connect))
+  // A socket the server closes counts its unanswered request as an error and leaves the pool;
+  // with none left, every request still waiting or yet to come due is an error too.
+  let open = conns.length
   for (const c of conns) {
     c.socket.on('error', () => {})
-    c.socket.on('close', () => { if (!finished || answered + errors < sent) { errors += c.due ? 1 : 0; c.due = 0; settle() } })
+    c.socket.on('close', () => {
+      open--
+      const i = idle.indexOf(c)
+      if (i >= 0) idle.splice(i, 1)
+      if (c.due) { errors++; c.due = 0 }
+      if (open === 0) { errors += queue.length; queue.length = 0 }
+      settle()
+    })
   }
   const send = (c) => {
     const next = queue.shift()
@@ -143,6 +153,7 @@ async function paced () {
     for (let due = start + (sent * 1000) / s.rate; due <= now && due < end; due = start + (sent * 1000) / s.rate) {
       sent++
       lateness.push(now - due)
+      if (open === 0) { errors++; continue }
       queue.push({ due, bytes: serialise(make()) })
       const c = idle.pop()
       if (c !== undefined) send(c)
@@ -150,7 +161,7 @@ async function paced () {
     if (now >= end) { clearInterval(timer); finished = true; settle() }
   }, 1)
   await allDone
-  for (const c of conns) c.socket.destroy()
+  for (const c of conns) { c.socket.removeAllListeners('close'); c.socket.destroy() }
   latencies.sort((a, b) => a - b)
   lateness.sort((a, b) => a - b)
   waits.sort((a, b) => a - b)
