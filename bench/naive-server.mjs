@@ -18,7 +18,7 @@ const iso = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
 app.get('/sources', async (req, reply) => {
   const { rows } = await pool.query(`select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry",
     to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at",
-    to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", ST_Area("geom"::geography) as "area_m2"
+    to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2"
     from "sources" where "id" = $1 and "organisation" = $2`, [req.query.id, org])
   if (rows.length === 0) return reply.code(404).send({ status: 404 })
   const r = rows[0]

@@ -166,7 +166,7 @@ const insertFrom = (n, prefix) => `INSERT INTO sources (id, feature_id, organisa
 `
 const scripts = {
   'GET /sources/?id=': `\\set n random(1, ${GET_ROWS})
-select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry", to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at", to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", ST_Area("geom"::geography) as "area_m2" from "sources" where "id" = 'src_' || lpad(CAST(:n AS text), 22, '0') and "organisation" = 'bench';
+select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry", to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at", to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2" from "sources" where "id" = 'src_' || lpad(CAST(:n AS text), 22, '0') and "organisation" = 'bench';
 `,
   'POST /sources (1 feature)': `\\set n random(1, 1000000000000000)
 ${insertFrom(1, 'p')}`,

@@ -6,11 +6,6 @@ export function stAsGeoJson (geom: Expression<unknown>): RawBuilder<string> {
   return sql<string>`ST_AsGeoJSON(${geom}, 15)`
 }
 
-/** Geodesic area in square metres (on the WGS 84 spheroid, through geography). */
-export function stGeodesicArea (geom: Expression<unknown>): RawBuilder<number> {
-  return sql<number>`ST_Area(${geom}::geography)`
-}
-
 /** A timestamptz as ISO 8601 in UTC with microseconds, e.g. 2024-01-01T00:00:00.000000Z. */
 export function isoUtc (ts: RawBuilder<unknown> | Expression<unknown>): RawBuilder<string> {
   return sql<string>`to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`

@@ -110,7 +110,9 @@ export function multiPolygonEwkb (polygons: number[][][][]): Buffer {
   header.writeUInt32LE(4326, 5)
   header.writeUInt32LE(polygons.length, 9)
   return Buffer.concat([header, ...polygons.map((rings) => {
-    const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point(pos[0], pos[1])))
+    // `+ 0` turns -0 into 0: the ring check compares with ===, for which -0 and 0 are equal, while
+    // PostGIS compares the bytes, so a ring from [0, 0] to [-0, 0] would be "not closed" there.
+    const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point((pos[0] as number) + 0, (pos[1] as number) + 0)))
     return new wkx.Polygon(outer, holes).toWkb()
   })])
 }

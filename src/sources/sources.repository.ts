@@ -7,7 +7,7 @@ import { Batcher } from '../db/batch.js'
 import { param, prepare, queryBuilder } from '../db/compiled.js'
 import type { Database } from '../db/database.js'
 import { multiPolygonEwkb } from './geojson.js'
-import { isoUtc, rangeLower, rangeUpper, stAsGeoJson, stGeodesicArea } from '../db/postgis.js'
+import { isoUtc, rangeLower, rangeUpper, stAsGeoJson } from '../db/postgis.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -160,7 +160,7 @@ const selectSourcesById = prepare<{ ids: string[] }, SourceRow>(queryBuilder.sel
     isoUtc(rangeLower(eb.ref('period'))).as('start_at'),
     isoUtc(rangeUpper(eb.ref('period'))).as('end_at'),
     isoUtc(eb.ref('created_at')).as('created_at'),
-    stGeodesicArea(eb.ref('geom')).as('area_m2')
+    'area_m2'
   ])
   .where('id', '=', sql<string>`any(${param('ids')}::text[])`))
 

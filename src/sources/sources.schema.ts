@@ -58,7 +58,7 @@ export const SourceFeatureSchema = Type.Object({
     end_at: UtcDateTimeSchema,
     created_at: UtcDateTimeSchema,
     organisation: Type.String(),
-    area_m2: Type.Number({ description: 'Geodesic area on the WGS 84 spheroid, square metres.' })
+    area_m2: Type.Number({ description: 'Area in square metres on the WGS 84 ellipsoid, edges straight in longitude/latitude as RFC 7946 defines them.' })
   })
 })
 export type SourceFeature = Static<typeof SourceFeatureSchema>
