@@ -74,6 +74,9 @@ export async function openBackend (config: Config, log: Log): Promise<Backend> {
     const { applied } = await migrate(embedded.db)
     const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(embedded.dir)
     const generatedAdmin = await firstAdmin(embedded.db, config)
+    if (embedded.tookOverFromPid !== undefined) {
+      log.warn({ dataDir: embedded.dir, previousPid: embedded.tookOverFromPid }, 'took over the data directory from a process that had died holding it')
+    }
     log.info({
       backend: 'embedded',
       dataDir: embedded.dir,

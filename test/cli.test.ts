@@ -19,10 +19,10 @@ t.test('migrate, then migrate again', async (t) => {
   const first = cli(['migrate'])
   t.equal(first.code, 0, first.stderr)
   // The embedded backend migrates whenever it opens, so its explicit migrate finds nothing to do.
-  t.match(first.stdout, backend === 'server' ? /applied 001_extensions\.sql, 002_accounts\.sql, 003_sources\.sql/ : /up to date \(3 migrations already applied\)/)
+  t.match(first.stdout, backend === 'server' ? /applied 001_extensions\.sql, 002_accounts\.sql, 003_sources\.sql, 004_source_area\.sql/ : /up to date \(4 migrations already applied\)/)
   const second = cli(['migrate'])
   t.equal(second.code, 0)
-  t.match(second.stdout, /up to date \(3 migrations already applied\)/)
+  t.match(second.stdout, /up to date \(4 migrations already applied\)/)
 })
 
 t.test('account add / list / disable / enable / passwd', async (t) => {

@@ -9,10 +9,10 @@ import { PGlite } from '@electric-sql/pglite'
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
 import { postgis } from '@electric-sql/pglite-postgis'
 import { Kysely, PostgresDialect } from 'kysely'
-import lockfile from 'proper-lockfile'
 import type { Database } from './database.js'
+import { lockDataDir } from './data-dir-lock.js'
 
-export class DataDirInUseError extends Error {}
+export { DataDirInUseError } from './data-dir-lock.js'
 
 interface QueryResult { command: string, rowCount: number, rows: unknown[] }
 
@@ -52,24 +52,24 @@ function commandOf (text: string): string {
   return m?.[1]?.toUpperCase() ?? 'SELECT'
 }
 
-export interface Embedded { db: Kysely<Database>, dir: string, pgdata: string }
+export interface Embedded {
+  db: Kysely<Database>
+  dir: string
+  pgdata: string
+  /** Set when the previous owner had died holding the data directory (its pid). */
+  tookOverFromPid?: number
+}
 
 /**
  * Opens (creating on first use) the embedded database in `dataDir`. Only one process may hold a
- * data directory: a second one gets DataDirInUseError instead of corrupting it.
+ * data directory: a second one gets DataDirInUseError instead of corrupting it; the successor of
+ * one that crashed takes over at once (data-dir-lock.ts).
  */
 export async function openEmbedded (dataDir: string): Promise<Embedded> {
   const dir = resolve(dataDir)
   mkdirSync(dir, { recursive: true })
-  let unlock: () => Promise<void>
-  try {
-    unlock = await lockfile.lock(dir, { lockfilePath: join(dir, '.lock'), stale: 10_000, update: 2_000 })
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ELOCKED') {
-      throw new DataDirInUseError(`data directory ${dir} is in use by another process (a running service or CLI); stop it first`)
-    }
-    throw err
-  }
+  const lock = await lockDataDir(dir)
+  const unlock = lock.release
   const pgdata = join(dir, 'pgdata')
   let pg: PGlite
   try {
@@ -82,5 +82,5 @@ export async function openEmbedded (dataDir: string): Promise<Embedded> {
   const pool = adapt(pg, unlock)
   // `as never`: PostgresDialect's pool type also declares pg's cursor overload of query(), which
   // Kysely calls only for streaming (unused here); the adapter implements connect/query/release/end.
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata }
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata, tookOverFromPid: lock.tookOverFrom?.pid }
 }

@@ -2,7 +2,9 @@
 // a JWT secret generated once and kept, the first admin account, data kept across restarts, and
 // one process per data directory.
 import t from 'tap'
-import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
@@ -10,7 +12,8 @@ import { openBackend } from '../../src/backend.js'
 import { loadConfig } from '../../src/config.js'
 import { findAccountByEmail } from '../../src/accounts/accounts.repository.js'
 import { verifyPassword } from '../../src/accounts/passwords.js'
-import { backend } from '../helper.js'
+import { openEmbedded } from '../../src/db/embedded.js'
+import { backend, createDatabase } from '../helper.js'
 
 const quiet = { info: () => {}, warn: () => {} }
 
@@ -25,7 +28,7 @@ if (backend === 'server') {
 
     const first = await openBackend(loadConfig({ DATA_DIR: dir }), log)
     t.equal(first.kind, 'embedded')
-    t.match(infos[0], { backend: 'embedded', dataDir: dir, migrationsApplied: ['001_extensions.sql', '002_accounts.sql', '003_sources.sql'] })
+    t.match(infos[0], { backend: 'embedded', dataDir: dir, migrationsApplied: ['001_extensions.sql', '002_accounts.sql', '003_sources.sql', '004_source_area.sql'] })
     t.equal(first.config.JWT_SECRET.length, 64, 'a 48-byte secret, base64')
     t.equal((await stat(join(dir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by the owner only')
     t.ok(first.generatedAdmin, 'the generated admin is reported once')
@@ -58,5 +61,49 @@ if (backend === 'server') {
     const admin = await findAccountByEmail(started.db, 'ops@example.org')
     t.match(admin, { role: 'admin', organisation: 'acme' })
     t.ok(await verifyPassword('given password 1', admin?.password_hash as string))
+  })
+
+  t.test('after kill -9 the next process takes the data directory over at once, with nothing acknowledged lost', async (t) => {
+    const dir = await createDatabase(t)
+    // A child opens the directory, inserts a source, says so once it is committed, then waits.
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      import { sql } from 'kysely'
+      import { openEmbedded } from './dist/db/embedded.js'
+      const { db } = await openEmbedded(${JSON.stringify(dir)})
+      await sql\`INSERT INTO accounts (id, email, password_hash, role, organisation) VALUES ('00000000-0000-0000-0000-000000000001', 'crash@example.org', 'scrypt$x', 'editor', 'o')\`.execute(db)
+      await sql\`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES ('src_acknowledgedbeforecrash', 'k', 'o', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(0, 0, 1, 1, 4326), '[2024-01-01Z,2024-02-01Z)')\`.execute(db)
+      process.stdout.write('committed\\n')
+      setInterval(() => {}, 1000)
+    `], { stdio: ['ignore', 'pipe', 'inherit'] })
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => { if (d.toString().includes('committed')) resolve() })
+      child.on('exit', (code) => reject(new Error(`child exited ${code}`)))
+    })
+    await t.rejects(openEmbedded(dir), /is in use by another process \(pid \d+: a running service or CLI\)/, 'a live owner keeps the directory')
+    child.kill('SIGKILL')
+    await new Promise((resolve) => child.once('exit', resolve))
+    const started = Date.now()
+    const reopened = await openEmbedded(dir)
+    t.teardown(() => reopened.db.destroy())
+    t.ok(Date.now() - started < 10_000, `reopened in ${Date.now() - started} ms, without waiting for a staleness period`)
+    t.equal(reopened.tookOverFromPid, child.pid, 'the dead owner is named')
+    const rows = await sql<{ id: string }>`SELECT id FROM sources`.execute(reopened.db)
+    t.same(rows.rows, [{ id: 'src_acknowledgedbeforecrash' }], 'the committed source survived the crash')
+  })
+
+  t.test('a lock whose pid now belongs to another process is taken over; a lock of another host is not', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'sr-lock-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    await mkdir(join(dir, '.lock'))
+    // pid 1 is alive, but it did not start at this time: its pid was reused.
+    await writeFile(join(dir, '.lock', 'owner.json'), JSON.stringify({ pid: 1, started: '1', host: hostname() }))
+    const opened = await openEmbedded(dir)
+    t.equal(opened.tookOverFromPid, 1)
+    // Kysely ends the pool (and so releases the lock) only once it has been used.
+    await sql`SELECT 1`.execute(opened.db)
+    await opened.db.destroy()
+    await mkdir(join(dir, '.lock'))
+    await writeFile(join(dir, '.lock', 'owner.json'), JSON.stringify({ pid: 999999, started: '1', host: 'another-host' }))
+    await t.rejects(openEmbedded(dir), /in use by another process \(pid 999999 on another-host/)
   })
 }
