@@ -30,7 +30,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
     genReqId: () => randomUUID(),
-    requestTimeout: 60_000,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    // Node's defaults (60 s for a request head, checked every 30 s) held idle and slowloris
+    // connections for up to ~90 s.
+    http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: config.HTTP_CONNECTIONS_CHECK_MS },
     routerOptions: { ignoreTrailingSlash: true },
     // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } }

@@ -10,6 +10,11 @@ export const ConfigSchema = Type.Object({
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   TRUST_PROXY: Type.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
 
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, description: 'A connection must send a whole request head within this time (idle and slowloris connections are closed; 408 when a request was begun).' }),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ default: 60000, minimum: 100, description: 'A whole request, body included, must arrive within this time (408 otherwise).' }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'An idle kept-alive connection is closed after this time; behind a load balancer, set it above the balancer\'s idle timeout.' }),
+  HTTP_CONNECTIONS_CHECK_MS: Type.Integer({ default: 1000, minimum: 100, description: 'How often the header and request timeouts are checked.' }),
+
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: 'postgres://user:password@host:port/database; without it the embedded database in DATA_DIR is used.' })),
   DATA_DIR: Type.String({ default: './data', minLength: 1, description: 'Embedded backend: where the database, the generated JWT secret and the lock live.' }),
   ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3, description: 'Embedded backend, first start: e-mail of the admin account created when there is none.' })),
@@ -53,6 +58,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const config = envSchema<Static<typeof ConfigSchema>>({ schema: structuredClone(ConfigSchema), data, env: false })
     if (config.DATABASE_URL !== undefined && config.JWT_SECRET === undefined) {
       throw new Error('env must have required property \'JWT_SECRET\' when DATABASE_URL is set (at least 32 bytes: openssl rand -base64 48)')
+    }
+    if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+      throw new Error('env HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS')
     }
     if (config.ADMIN_PASSWORD !== undefined && config.ADMIN_EMAIL === undefined) {
       throw new Error('env ADMIN_PASSWORD is set without ADMIN_EMAIL')

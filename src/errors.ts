@@ -2,6 +2,7 @@
 // { status, message, code } plus `details` (validation) or `request_id` (5xx).
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from '@sinclair/typebox'
+import { lingerBeforeClose } from './http/lingering-close.js'
 
 export const ErrorStatus = {
   BAD_REQUEST: 400,
@@ -107,6 +108,18 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST'
 }
 
+/** Fastify's 413 and 415 messages, made to say what would be accepted. */
+function clientMessage (code: ErrorCode, message: string, request: FastifyRequest): string {
+  if (code === 'PAYLOAD_TOO_LARGE') {
+    return `The request body is larger than the limit of ${request.routeOptions.bodyLimit ?? 'the service\'s'} bytes.`
+  }
+  if (code === 'UNSUPPORTED_MEDIA_TYPE') {
+    const type = request.headers['content-type'] ?? '(none)'
+    return `Unsupported Content-Type ${JSON.stringify(type)}: send application/json${request.url.startsWith('/sources') ? ' or application/geo+json' : ''}.`
+  }
+  return message
+}
+
 function codeForStatus (status: number): ErrorCode {
   const found = (Object.keys(ErrorStatus) as ErrorCode[]).find((c) => ErrorStatus[c] === status)
   return found ?? (status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST')
@@ -179,11 +192,16 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
     const status = (err as FastifyError).statusCode
     if (typeof status === 'number' && status >= 400 && status < 500) {
       const code = FASTIFY_CODES[(err as FastifyError).code] ?? codeForStatus(status)
-      body = { status, code, message: err.message }
+      body = { status, code, message: clientMessage(code, err.message, request) }
     } else {
       request.log.error({ err }, 'unhandled error')
       body = { status: 500, code: 'INTERNAL_ERROR', message: `Internal server error (request ${request.id}).`, request_id: String(request.id) }
     }
+  }
+  if (body.status === 413) {
+    // The body was not read: close the connection, but only once the client has had the answer.
+    headers.connection = 'close'
+    lingerBeforeClose(request.raw.socket)
   }
   if (body.status >= 500) body.request_id = String(request.id)
   if (body.status === 401) headers['www-authenticate'] ??= 'Bearer'

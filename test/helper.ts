@@ -1,7 +1,10 @@
 // Test helpers: a database of its own per test file (a copy of the migrated template that
 // `npm test` prepares, on the embedded or the server backend), the app built against it with a
 // plain config, accounts and logins.
+import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { type AddressInfo, createServer as createNetServer } from 'node:net'
+import { createInterface } from 'node:readline'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -67,6 +70,10 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     PORT: 0,
     LOG_LEVEL: 'silent',
     TRUST_PROXY: false,
+    HTTP_HEADERS_TIMEOUT_MS: 10000,
+    HTTP_REQUEST_TIMEOUT_MS: 60000,
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: 5000,
+    HTTP_CONNECTIONS_CHECK_MS: 1000,
     DATA_DIR: './unused',
     ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
@@ -166,4 +173,64 @@ export function expectError (t: Test, res: { statusCode: number, body: string, j
   t.equal(body.code, code)
   t.type(body.message, 'string')
   return body
+}
+
+export interface RunningService {
+  base: string
+  child: ChildProcess
+  /** Every line the process wrote, stdout and stderr, as it came. */
+  lines: string[]
+  /** Resolves once a line matching `pattern` has been written. */
+  waitFor: (pattern: RegExp, ms?: number) => Promise<string>
+}
+
+/**
+ * The service as ops start it, `node dist/main.cjs`, in a process of its own on a free port, on
+ * a database made by createDatabase (`target`), killed on teardown. For what only a real socket
+ * to a separate process shows: resets, timeouts, logs, signals.
+ */
+export async function startService (t: Tap, target: string, env: Record<string, string> = {}): Promise<RunningService> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = createNetServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+  const child = spawn(process.execPath, ['dist/main.cjs'], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      JWT_SECRET: TEST_SECRET,
+      ...(backend === 'server' ? { DATABASE_URL: target } : { DATA_DIR: target }),
+      ...env
+    },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const lines: string[] = []
+  const waiters: Array<{ pattern: RegExp, resolve: (line: string) => void }> = []
+  const onLine = (line: string): void => {
+    lines.push(line)
+    for (const w of [...waiters]) {
+      if (w.pattern.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line) }
+    }
+  }
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', onLine)
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    await exited
+  })
+  const waitFor = (pattern: RegExp, ms = 60_000): Promise<string> => {
+    const seen = lines.find((l) => pattern.test(l))
+    if (seen !== undefined) return Promise.resolve(seen)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${ms} ms; output:\n${lines.join('\n')}`)), ms)
+      waiters.push({ pattern, resolve: (line) => { clearTimeout(timer); resolve(line) } })
+    })
+  }
+  await waitFor(/Server listening at/)
+  return { base: `http://127.0.0.1:${port}`, child, lines, waitFor }
 }

@@ -65,7 +65,8 @@ t.test('application/geo+json is accepted; other media types are 415', async (t) 
   const ok = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/geo+json' }, payload: JSON.stringify(collection(feature('geo'))) })
   t.equal(ok.statusCode, 201)
   const bad = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'text/plain' }, payload: JSON.stringify(collection(feature('txt'))) })
-  expectError(t, bad, 415, 'UNSUPPORTED_MEDIA_TYPE')
+  const body = expectError(t, bad, 415, 'UNSUPPORTED_MEDIA_TYPE')
+  t.equal(body.message, 'Unsupported Content-Type "text/plain": send application/json or application/geo+json.', 'the accepted media types are named')
 })
 
 t.test('altitude is accepted and dropped; holes, bbox and foreign members are fine', async (t) => {

@@ -1,0 +1,31 @@
+// Lingering close, as nginx does it: a response sent before the request body was read (413) must
+// not be followed by an immediate close. Closing a socket with unread data makes the kernel send
+// a reset, and a client still sending its body (fetch, curl, Python's requests) then loses the
+// answer it had not read yet ("fetch failed", EPIPE) and cannot tell why. So the write side is
+// ended after the response, and the rest of the body is read and discarded, up to LINGER_BYTES
+// or LINGER_MS, before the socket is destroyed.
+import type { Socket } from 'node:net'
+
+const LINGER_MS = 5_000
+const LINGER_BYTES = 128 * 1024 * 1024
+const POLL_MS = 100
+
+/** Call before the response is sent with `Connection: close`. */
+export function lingerBeforeClose (socket: Socket | null): void {
+  if (socket === null || socket.destroyed) return
+  // Node's HTTP server ends a `Connection: close` response with socket.destroySoon(), which
+  // destroys the socket as soon as the response is written.
+  socket.destroySoon = function lingeringDestroySoon (this: Socket) {
+    if (this.writable) this.end()
+    const startBytes = this.bytesRead
+    const started = Date.now()
+    // The HTTP parser keeps consuming (and discarding) what arrives; this only bounds it. The
+    // parser may read from the handle directly, so progress is read off bytesRead, not 'data'.
+    const timer = setInterval(() => {
+      if (Date.now() - started > LINGER_MS || this.bytesRead - startBytes > LINGER_BYTES) this.destroy()
+    }, POLL_MS)
+    timer.unref()
+    this.once('close', () => clearInterval(timer))
+    this.resume()
+  }
+}
