@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { AppConfig, Config } from './config.js'
-import { connect } from './db/connect.js'
+import { connect, redactUrl } from './db/connect.js'
 import type { Database } from './db/database.js'
 import { openEmbedded } from './db/embedded.js'
 import { migrate } from './db/migrate.js'
@@ -22,17 +22,6 @@ export interface Backend {
   kind: 'server' | 'embedded'
   /** Set when the first admin's password was generated: shown once to the operator. */
   generatedAdmin?: { email: string, password: string }
-}
-
-/** postgres://user:secret@host/db → postgres://user@host/db, for logs. */
-export function redactUrl (url: string): string {
-  try {
-    const u = new URL(url)
-    u.password = ''
-    return u.toString()
-  } catch {
-    return '(unparseable DATABASE_URL)'
-  }
 }
 
 async function embeddedSecret (dir: string): Promise<string> {

@@ -5,26 +5,30 @@
 // (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
-import { connect } from './db/connect.js'
-import { DataDirInUseError, openEmbedded } from './db/embedded.js'
+import { connect, redactUrl } from './db/connect.js'
+import { DataDirInUseError, NoDatabaseError, openEmbedded } from './db/embedded.js'
 import { ROLES, type Database, type Role } from './db/database.js'
-import { migrate } from './db/migrate.js'
+import { type MigrationResult, migrate } from './db/migrate.js'
+import { ConfigSchema } from './config.js'
 import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
 import { hashPassword, passwordProblem } from './accounts/passwords.js'
+import { unlock } from './accounts/login-failures.repository.js'
 
 const USAGE = `usage: source-registry <command>
   migrate                                   apply pending sql/ migrations
   account add --email E --org O --role R --password-stdin
                                             create an account (role: ${ROLES.join(' | ')})
   account list [--json]                     list accounts
-  account disable --email E                 disable an account (its tokens stop within 60 s)
+  account disable --email E                 disable an account (its tokens stop within ACCOUNT_CACHE_TTL_SECONDS, default ${ConfigSchema.properties.ACCOUNT_CACHE_TTL_SECONDS.default} s)
   account enable --email E                  enable it again
   account passwd --email E --password-stdin set a new password (older tokens stop working)
+  account unlock --email E | --address A    forget failed logins of an e-mail (and its address pairs) or of an address
 environment: DATABASE_URL (a PostGIS server), or DATA_DIR (the embedded database, default ./data)`
 
 class UsageError extends Error {}
 
 const out = (text: string): void => { process.stdout.write(`${text}\n`) }
+const err = (text: string): void => { process.stderr.write(`${text}\n`) }
 
 async function readPassword (): Promise<string> {
   if (process.stdin.isTTY) throw new UsageError('--password-stdin expects the password on standard input (e.g. printf %s "$PW" | …)')
@@ -41,18 +45,28 @@ function need (value: string | undefined, flag: string): string {
   return value.trim()
 }
 
-/** Opens the database on first use, so usage errors are reported without opening it. */
+/**
+ * Opens the database on first use, so usage errors are reported without opening it, and says on
+ * standard error which database it is (never a password). Only commands that create data may
+ * create an embedded database; the others say there is none.
+ */
 class Connection {
   private db?: Kysely<Database>
-  async get (): Promise<Kysely<Database>> {
+  /** What opening the embedded database applied (it migrates on every open, as the service does). */
+  opened?: MigrationResult
+
+  async get ({ create = false }: { create?: boolean } = {}): Promise<Kysely<Database>> {
     if (this.db !== undefined) return this.db
     const url = process.env.DATABASE_URL
     if (url !== undefined && url !== '') {
+      err(`database: PostGIS server ${redactUrl(url)}`)
       this.db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
     } else {
-      // The embedded database is migrated on every open, as the service does at start-up.
-      this.db = (await openEmbedded(process.env.DATA_DIR ?? './data')).db
-      await migrate(this.db)
+      const embedded = await openEmbedded(process.env.DATA_DIR || './data', { create })
+      err(`database: embedded PostGIS in ${embedded.dir}`)
+      this.db = embedded.db
+      this.opened = await migrate(this.db)
+      if (this.opened.applied.length > 0) err(`applied ${this.opened.applied.join(', ')}`)
     }
     return this.db
   }
@@ -66,6 +80,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
     allowPositionals: true,
     options: {
       email: { type: 'string' },
+      address: { type: 'string' },
       org: { type: 'string' },
       role: { type: 'string' },
       'password-stdin': { type: 'boolean' },
@@ -77,7 +92,9 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
   if (values.help === true || command === undefined) { out(USAGE); return }
 
   if (command === 'migrate') {
-    const { applied, skipped } = await migrate(await conn.get())
+    const db = await conn.get({ create: true })
+    // The embedded database has just been migrated by opening it: report that, not a second run.
+    const { applied, skipped } = conn.opened ?? await migrate(db)
     out(applied.length === 0 ? `database is up to date (${skipped.length} migrations already applied)` : `applied ${applied.join(', ')}`)
     return
   }
@@ -92,7 +109,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
       const password = await readPassword()
       try {
-        const account = await insertAccount(await conn.get(), { email, organisation, role, passwordHash: await hashPassword(password) })
+        const account = await insertAccount(await conn.get({ create: true }), { email, organisation, role, passwordHash: await hashPassword(password) })
         out(`created ${account.role} ${account.email} (${account.organisation}), id ${account.id}`)
       } catch (err) {
         const constraint = (err as { constraint?: string }).constraint
@@ -125,8 +142,15 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       out(`password changed for ${email}; tokens issued before now no longer work`)
       return
     }
+    case 'unlock': {
+      if ((values.email === undefined) === (values.address === undefined)) throw new UsageError('account unlock takes --email E or --address A')
+      const by = values.email !== undefined ? { email: need(values.email, '--email') } : { address: need(values.address, '--address') }
+      const removed = await unlock(await conn.get(), by)
+      out(`cleared ${removed} failed-login count${removed === 1 ? '' : 's'} for ${by.email ?? by.address as string}`)
+      return
+    }
     default:
-      throw new UsageError(`unknown account command "${sub ?? ''}" (add, list, disable, enable, passwd)`)
+      throw new UsageError(`unknown account command "${sub ?? ''}" (add, list, disable, enable, passwd, unlock)`)
   }
 }
 
@@ -138,7 +162,7 @@ async function main (): Promise<number> {
     await run(conn, argv)
     return 0
   } catch (err) {
-    const usage = err instanceof UsageError || err instanceof DataDirInUseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+    const usage = err instanceof UsageError || err instanceof DataDirInUseError || err instanceof NoDatabaseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
     process.stderr.write(`error: ${(err as Error).message}\n`)
     return usage ? 2 : 1
   } finally {

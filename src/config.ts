@@ -40,7 +40,10 @@ export const ConfigSchema = Type.Object({
 
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),
-  LOGIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1, description: 'Failed logins per e-mail and per address per window before 429.' }),
+  LOGIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1, description: 'Failed logins per (address, e-mail) pair per window before that pair gets 429.' }),
+  LOGIN_ADDRESS_MAX_FAILURES: Type.Integer({ default: 20, minimum: 1, description: 'Failed logins per address (any e-mail) per window before that address gets 429.' }),
+  LOGIN_EMAIL_SLOWDOWN_AFTER: Type.Integer({ default: 10, minimum: 1, description: 'Failed logins per e-mail (any address) per window after which every login for it is slowed, never refused.' }),
+  LOGIN_EMAIL_MAX_DELAY_MS: Type.Integer({ default: 10000, minimum: 0, description: 'The slowdown starts at 250 ms and doubles per further failure up to this.' }),
   LOGIN_FAILURE_WINDOW_SECONDS: Type.Integer({ default: 900, minimum: 1 })
 })
 

@@ -4,8 +4,11 @@ import { spawnSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { openEmbedded } from '../src/db/embedded.js'
-import { backend, createDatabase } from './helper.js'
+import { listMigrations } from '../src/db/migrate.js'
+import { recordFailure } from '../src/accounts/login-failures.repository.js'
+import { backend, createDatabase, directDb } from './helper.js'
 
 const target = await createDatabase(t, { empty: true })
 const targetEnv = backend === 'server' ? { DATABASE_URL: target } : { DATA_DIR: target }
@@ -15,14 +18,34 @@ function cli (args: string[], input?: string, env: Record<string, string | undef
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
-t.test('migrate, then migrate again', async (t) => {
+t.test('migrate says which database and what it applied, then that nothing is pending', async (t) => {
+  const names = (await listMigrations()).map((m) => m.name)
   const first = cli(['migrate'])
   t.equal(first.code, 0, first.stderr)
-  // The embedded backend migrates whenever it opens, so its explicit migrate finds nothing to do.
-  t.match(first.stdout, backend === 'server' ? /applied 001_extensions\.sql, 002_accounts\.sql, 003_sources\.sql, 004_source_area\.sql/ : /up to date \(4 migrations already applied\)/)
+  t.equal(first.stdout, `applied ${names.join(', ')}\n`, 'on a new database, every file is named as applied')
+  t.match(first.stderr, backend === 'server' ? /^database: PostGIS server postgres:\/\/postgres@127\.0\.0\.1:\d+\/sr_test_/ : `database: embedded PostGIS in ${target}`)
   const second = cli(['migrate'])
   t.equal(second.code, 0)
-  t.match(second.stdout, /up to date \(4 migrations already applied\)/)
+  t.equal(second.stdout, `database is up to date (${names.length} migrations already applied)\n`)
+})
+
+t.test('no password of DATABASE_URL is ever printed', async (t) => {
+  const r = cli(['account', 'list'], undefined, { DATABASE_URL: 'postgres://someone:s3cret-pw@127.0.0.1:1/none' })
+  t.equal(r.code, 1)
+  t.match(r.stderr, /^database: PostGIS server postgres:\/\/someone@127\.0\.0\.1:1\/none/)
+  t.notMatch(r.stdout + r.stderr, /s3cret-pw/)
+})
+
+t.test('a read-only command never creates an embedded database', async (t) => {
+  const parent = await mkdtemp(join(tmpdir(), 'sr-cli-none-'))
+  t.teardown(() => rm(parent, { recursive: true, force: true }))
+  const missing = join(parent, 'data')
+  for (const args of [['account', 'list'], ['account', 'disable', '--email', 'a@example.org'], ['account', 'unlock', '--email', 'a@example.org']]) {
+    const r = cli(args, undefined, { DATA_DIR: missing })
+    t.equal(r.code, 2, args.join(' '))
+    t.match(r.stderr, `error: there is no embedded database in ${missing} (DATA_DIR)`)
+    t.notOk(existsSync(missing), 'nothing was created')
+  }
 })
 
 t.test('account add / list / disable / enable / passwd', async (t) => {
@@ -44,6 +67,22 @@ t.test('account add / list / disable / enable / passwd', async (t) => {
   const pw = cli(['account', 'passwd', '--email', 'ops@example.org', '--password-stdin'], 'another long password')
   t.equal(pw.code, 0, pw.stderr)
   t.match(pw.stdout, /password changed/)
+})
+
+t.test('account unlock clears failed-login counts by e-mail or by address', async (t) => {
+  const db = await directDb(t, target)
+  await recordFailure(db, [
+    { key: 'pair:192.0.2.1 ops@example.org', email: 'ops@example.org', address: '192.0.2.1' },
+    { key: 'address:192.0.2.1', email: null, address: '192.0.2.1' },
+    { key: 'email:ops@example.org', email: 'ops@example.org', address: null }
+  ], 900)
+  await db.destroy()
+  const byEmail = cli(['account', 'unlock', '--email', 'Ops@Example.org'])
+  t.equal(byEmail.code, 0, byEmail.stderr)
+  t.match(byEmail.stdout, /cleared 2 failed-login counts for Ops@Example\.org/)
+  const byAddress = cli(['account', 'unlock', '--address', '192.0.2.1'])
+  t.match(byAddress.stdout, /cleared 1 failed-login count for 192\.0\.2\.1/)
+  t.equal(cli(['account', 'unlock']).code, 2, 'one of --email or --address is required')
 })
 
 t.test('clear errors and non-zero exits', async (t) => {
@@ -74,5 +113,5 @@ t.test('clear errors and non-zero exits', async (t) => {
   t.match(locked.stderr, /is in use by another process/)
   const down = cli(['migrate'], undefined, { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' })
   t.equal(down.code, 1)
-  t.match(down.stderr, /^error: .*ECONNREFUSED/)
+  t.match(down.stderr, /^error: .*ECONNREFUSED/m)
 })

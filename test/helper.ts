@@ -94,6 +94,9 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     RATE_LIMIT_MAX: 100000,
     RATE_LIMIT_WINDOW_SECONDS: 60,
     LOGIN_MAX_FAILURES: 1000,
+    LOGIN_ADDRESS_MAX_FAILURES: 1000,
+    LOGIN_EMAIL_SLOWDOWN_AFTER: 1000,
+    LOGIN_EMAIL_MAX_DELAY_MS: 10000,
     LOGIN_FAILURE_WINDOW_SECONDS: 900,
     ...overrides
   })

@@ -1,36 +1,73 @@
-// Brute-force protection for POST /token: counts failed logins per e-mail and per client
-// address in a fixed window; once either reaches the limit, logins are refused with 429 and
-// Retry-After until the window ends, whether the password is right or not. @fastify/rate-limit
-// counts every request, not failures, so this small counter is our own.
-import { LRUCache } from 'lru-cache'
+// Brute-force protection for POST /token, after OWASP's authentication guidance: failures are
+// counted per (address, e-mail) pair, per address and per e-mail, in fixed windows kept in the
+// database (login-failures.repository.ts), so restarts and other instances see them too.
+// - A pair over LOGIN_MAX_FAILURES: 429 for that pair until its window ends. Tight, and only
+//   the guesser is stopped: the account's owner elsewhere is not.
+// - An address over LOGIN_ADDRESS_MAX_FAILURES (many e-mails, credential stuffing): 429 for any
+//   e-mail from it.
+// - An e-mail over LOGIN_EMAIL_SLOWDOWN_AFTER, from anywhere: every attempt for it is slowed,
+//   250 ms doubling per further failure up to LOGIN_EMAIL_MAX_DELAY_MS, but never refused, so a
+//   stranger cannot lock its owner out.
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/database.js'
+import { type FailureCount, type FailureKey, clearFailures, findFailureCounts, recordFailure } from './login-failures.repository.js'
 
-interface Window { failures: number, resetAt: number }
+export interface LoginLimits {
+  pairMaxFailures: number
+  addressMaxFailures: number
+  emailSlowdownAfter: number
+  emailMaxDelayMs: number
+  windowSeconds: number
+}
+
+export type LoginCheck =
+  | { refused: true, retryAfterSeconds: number, limit: 'pair' | 'address' }
+  | { refused: false, delayMs: number }
+
+const FIRST_DELAY_MS = 250
 
 export class LoginThrottle {
-  private readonly windows: LRUCache<string, Window>
-  constructor (private readonly maxFailures: number, private readonly windowMs: number) {
-    this.windows = new LRUCache({ max: 100_000, ttl: windowMs })
-  }
+  constructor (private readonly db: Kysely<Database>, private readonly limits: LoginLimits) {}
 
-  /** Seconds until a login may be tried again for this e-mail or address, or 0 if it may now. */
-  retryAfter (keys: string[], now = Date.now()): number {
-    let wait = 0
-    for (const key of keys) {
-      const w = this.windows.get(key)
-      if (w !== undefined && w.failures >= this.maxFailures && w.resetAt > now) wait = Math.max(wait, Math.ceil((w.resetAt - now) / 1000))
-    }
-    return wait
-  }
-
-  fail (keys: string[], now = Date.now()): void {
-    for (const key of keys) {
-      const w = this.windows.get(key)
-      if (w === undefined || w.resetAt <= now) this.windows.set(key, { failures: 1, resetAt: now + this.windowMs })
-      else w.failures++
+  private keys (email: string, address: string): { pair: FailureKey, address: FailureKey, email: FailureKey } {
+    const e = email.toLowerCase()
+    return {
+      pair: { key: `pair:${address} ${e}`, email: e, address },
+      address: { key: `address:${address}`, email: null, address },
+      email: { key: `email:${e}`, email: e, address: null }
     }
   }
 
-  succeed (key: string): void {
-    this.windows.delete(key)
+  /** Whether this attempt may go ahead, and how long it must wait first. */
+  async check (email: string, address: string): Promise<LoginCheck> {
+    const keys = this.keys(email, address)
+    const counts = new Map((await findFailureCounts(this.db, [keys.pair.key, keys.address.key, keys.email.key])).map((c) => [c.key, c]))
+    for (const [limit, max] of [['pair', this.limits.pairMaxFailures], ['address', this.limits.addressMaxFailures]] as const) {
+      const c = counts.get(keys[limit].key)
+      if (c !== undefined && c.failures >= max) return { refused: true, retryAfterSeconds: Math.max(1, c.retryAfterSeconds), limit }
+    }
+    return { refused: false, delayMs: this.delayFor(counts.get(keys.email.key)) }
+  }
+
+  private delayFor (count: FailureCount | undefined): number {
+    if (count === undefined || count.failures < this.limits.emailSlowdownAfter) return 0
+    const doublings = Math.min(count.failures - this.limits.emailSlowdownAfter, 30)
+    return Math.min(this.limits.emailMaxDelayMs, FIRST_DELAY_MS * 2 ** doublings)
+  }
+
+  /** Counts a failure; returns the limits this failure reached (for the log). */
+  async fail (email: string, address: string): Promise<Array<'pair' | 'address' | 'email'>> {
+    const keys = this.keys(email, address)
+    const counts = new Map((await recordFailure(this.db, [keys.pair, keys.address, keys.email], this.limits.windowSeconds)).map((c) => [c.key, c.failures]))
+    const reached: Array<'pair' | 'address' | 'email'> = []
+    if (counts.get(keys.pair.key) === this.limits.pairMaxFailures) reached.push('pair')
+    if (counts.get(keys.address.key) === this.limits.addressMaxFailures) reached.push('address')
+    if (counts.get(keys.email.key) === this.limits.emailSlowdownAfter) reached.push('email')
+    return reached
+  }
+
+  /** A successful login forgets its own pair's failures (not the e-mail's: that would help a guesser). */
+  async succeed (email: string, address: string): Promise<void> {
+    await clearFailures(this.db, [this.keys(email, address).pair.key])
   }
 }

@@ -1,4 +1,5 @@
 // POST /token: e-mail and password → a bearer token.
+import { setTimeout } from 'node:timers/promises'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Config } from '../config.js'
@@ -20,7 +21,13 @@ export const TokenSchema = Type.Object({
 const WRONG_CREDENTIALS = 'Wrong e-mail or password.'
 
 const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
-  const throttle = new LoginThrottle(config.LOGIN_MAX_FAILURES, config.LOGIN_FAILURE_WINDOW_SECONDS * 1000)
+  const throttle = new LoginThrottle(app.db, {
+    pairMaxFailures: config.LOGIN_MAX_FAILURES,
+    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
+    emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
+    emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
+    windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
+  })
 
   app.post('/token', {
     schema: {
@@ -30,20 +37,24 @@ const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
     }
   }, async (request) => {
     const { email, password } = request.body
-    const keys = [`email:${email.toLowerCase()}`, `ip:${request.ip}`]
-    const wait = throttle.retryAfter(keys)
-    if (wait > 0) {
-      throw new ApiError('TOO_MANY_REQUESTS', `Too many failed logins; retry in ${wait} s.`, { headers: { 'retry-after': String(wait) } })
+    const check = await throttle.check(email, request.ip)
+    if (check.refused) {
+      request.log.info({ email, limit: check.limit, retryAfter: check.retryAfterSeconds }, 'login refused: too many failures')
+      throw new ApiError('TOO_MANY_REQUESTS', `Too many failed logins ${check.limit === 'pair' ? 'for this e-mail from your address' : 'from your address'}; retry in ${check.retryAfterSeconds} s.`, {
+        headers: { 'retry-after': String(check.retryAfterSeconds) }
+      })
     }
+    if (check.delayMs > 0) await setTimeout(check.delayMs)
     const account = await findAccountByEmail(app.db, email)
     // Unknown e-mails are checked against a dummy hash so they cost the same time as known ones.
     const ok = await verifyPassword(password, account?.password_hash ?? await dummyHash)
     if (account === undefined || !ok || account.disabled) {
-      throttle.fail(keys)
-      request.log.info({ email }, 'login failed')
+      const reached = await throttle.fail(email, request.ip)
+      if (reached.length > 0) request.log.warn({ email, address: request.ip, limits: reached }, 'login limit reached')
+      else request.log.info({ email }, 'login failed')
       throw new ApiError('INVALID_CREDENTIALS', WRONG_CREDENTIALS)
     }
-    throttle.succeed(keys[0] as string)
+    await throttle.succeed(email, request.ip)
     return app.signToken({ sub: account.id, org: account.organisation, role: account.role })
   })
 }

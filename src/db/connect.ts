@@ -61,3 +61,14 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
   pool.on('connect', (client) => { client.on('error', onError) })
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
 }
+
+/** postgres://user:secret@host/db → postgres://user@host/db, for logs and the CLI. */
+export function redactUrl (url: string): string {
+  try {
+    const u = new URL(url)
+    u.password = ''
+    return u.toString()
+  } catch {
+    return '(unparseable DATABASE_URL)'
+  }
+}

@@ -3,7 +3,7 @@
 // but Node. Kysely talks to it through PostgresDialect with a small pool adapter: PGlite has
 // one session, so the adapter hands it to one caller at a time (a queue), which keeps
 // transactions and session state (advisory locks) from interleaving.
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
@@ -13,6 +13,9 @@ import type { Database } from './database.js'
 import { lockDataDir } from './data-dir-lock.js'
 
 export { DataDirInUseError } from './data-dir-lock.js'
+
+/** A command that only reads or changes existing data found no embedded database to open. */
+export class NoDatabaseError extends Error {}
 
 interface QueryResult { command: string, rowCount: number, rows: unknown[] }
 
@@ -65,8 +68,11 @@ export interface Embedded {
  * data directory: a second one gets DataDirInUseError instead of corrupting it; the successor of
  * one that crashed takes over at once (data-dir-lock.ts).
  */
-export async function openEmbedded (dataDir: string): Promise<Embedded> {
+export async function openEmbedded (dataDir: string, { create = true }: { create?: boolean } = {}): Promise<Embedded> {
   const dir = resolve(dataDir)
+  if (!create && !existsSync(join(dir, 'pgdata'))) {
+    throw new NoDatabaseError(`there is no embedded database in ${dir} (DATA_DIR): start the service once or run migrate there to create one, or set DATA_DIR or DATABASE_URL`)
+  }
   mkdirSync(dir, { recursive: true })
   const lock = await lockDataDir(dir)
   const unlock = lock.release

@@ -6,9 +6,10 @@ import { createDecoder } from 'fast-jwt'
 import { ErrorSchema } from '../../src/errors.js'
 import { TokenSchema } from '../../src/accounts/token.routes.js'
 import { setAccountDisabled } from '../../src/accounts/accounts.repository.js'
-import { addAccount, build, PASSWORD } from '../helper.js'
+import { unlock } from '../../src/accounts/login-failures.repository.js'
+import { addAccount, build, PASSWORD, type TestApp } from '../helper.js'
 
-const ctx = await build(t, { TOKEN_TTL_SECONDS: 900, LOGIN_MAX_FAILURES: 3 })
+const ctx = await build(t, { TOKEN_TTL_SECONDS: 900 })
 const { app, db } = ctx
 const token = (payload: unknown, headers: Record<string, string> = {}) => app.inject({ method: 'POST', url: '/token', payload: payload as object, headers })
 const decode = createDecoder()
@@ -54,25 +55,56 @@ t.test('401 with one message for a wrong password, an unknown e-mail and a disab
   t.equal(messages.size, 1, 'the same message whatever was wrong')
 })
 
-t.test('429 with Retry-After after LOGIN_MAX_FAILURES failures for one e-mail, even with the right password', async (t) => {
+const from = (app: TestApp['app'], address: string, email: string, password: string) =>
+  app.inject({ method: 'POST', url: '/token', payload: { email, password }, remoteAddress: address })
+
+t.test('(address, e-mail) pair: 429 with Retry-After after LOGIN_MAX_FAILURES, even with the right password; the owner elsewhere gets in', async (t) => {
   const throttled = await buildThrottled(t)
   const victim = await addAccount(throttled.db, { email: 'dave@example.org' })
-  for (let i = 0; i < 3; i++) t.equal((await throttled.app.inject({ method: 'POST', url: '/token', payload: { email: victim.email, password: `guess ${i} wrong` } })).statusCode, 401)
-  const res = await throttled.app.inject({ method: 'POST', url: '/token', payload: { email: victim.email, password: PASSWORD } })
+  for (let i = 0; i < 3; i++) t.equal((await from(throttled.app, '192.0.2.1', victim.email, `guess ${i} wrong`)).statusCode, 401)
+  const res = await from(throttled.app, '192.0.2.1', victim.email, PASSWORD)
   t.equal(res.statusCode, 429)
   t.equal(res.json().code, 'TOO_MANY_REQUESTS')
   const retry = Number(res.headers['retry-after'])
   t.ok(retry > 0 && retry <= 60, `Retry-After ${retry}`)
+  t.equal((await from(throttled.app, '198.51.100.7', 'DAVE@example.org', PASSWORD)).statusCode, 200, 'the owner from another address is not locked out')
 })
 
-t.test('429 per client address across e-mails', async (t) => {
+t.test('address: 429 across e-mails after LOGIN_ADDRESS_MAX_FAILURES; other addresses unaffected', async (t) => {
   const throttled = await buildThrottled(t)
-  for (let i = 0; i < 3; i++) t.equal((await throttled.app.inject({ method: 'POST', url: '/token', payload: { email: `nobody${i}@example.org`, password: 'x' } })).statusCode, 401)
-  const res = await throttled.app.inject({ method: 'POST', url: '/token', payload: { email: 'someone-else@example.org', password: 'x' } })
+  const someone = await addAccount(throttled.db, { email: 'erin@example.org' })
+  for (let i = 0; i < 4; i++) t.equal((await from(throttled.app, '192.0.2.2', `nobody${i}@example.org`, 'x')).statusCode, 401)
+  const res = await from(throttled.app, '192.0.2.2', someone.email, PASSWORD)
   t.equal(res.statusCode, 429)
+  t.match(res.json().message, /from your address/)
   t.ok(Number(res.headers['retry-after']) > 0)
+  t.equal((await from(throttled.app, '192.0.2.3', someone.email, PASSWORD)).statusCode, 200)
 })
 
+t.test('e-mail: failures from many addresses slow its logins, never refuse them', async (t) => {
+  const throttled = await buildThrottled(t)
+  const victim = await addAccount(throttled.db, { email: 'frank@example.org' })
+  for (let i = 0; i < 6; i++) t.equal((await from(throttled.app, `203.0.113.${i}`, victim.email, 'wrong guess')).statusCode, 401, `attempt ${i}`)
+  const started = Date.now()
+  const res = await from(throttled.app, '203.0.113.200', victim.email, PASSWORD)
+  const waited = Date.now() - started
+  t.equal(res.statusCode, 200, 'the right password still gets in')
+  t.ok(waited >= 400, `slowed by the capped delay (waited ${waited} ms)`)
+})
+
+t.test('the counts survive a restart and are shared by every instance on the database; ops can clear them', async (t) => {
+  const first = await buildThrottled(t)
+  const victim = await addAccount(first.db, { email: 'grace@example.org' })
+  for (let i = 0; i < 3; i++) await from(first.app, '192.0.2.9', victim.email, 'wrong')
+  await first.app.close()
+  const second = await build(t, throttledConfig, { url: first.url })
+  t.equal((await from(second.app, '192.0.2.9', victim.email, PASSWORD)).statusCode, 429, 'still refused after a restart')
+  t.equal(await unlock(second.db, { email: 'Grace@Example.org' }), 2, 'the pair and the e-mail counts removed')
+  t.equal((await from(second.app, '192.0.2.9', victim.email, PASSWORD)).statusCode, 200, 'unlocked')
+})
+
+// Pair 3, address 4, e-mail slowed from 3 failures on, by at most 400 ms.
+const throttledConfig = { LOGIN_MAX_FAILURES: 3, LOGIN_ADDRESS_MAX_FAILURES: 4, LOGIN_EMAIL_SLOWDOWN_AFTER: 3, LOGIN_EMAIL_MAX_DELAY_MS: 400, LOGIN_FAILURE_WINDOW_SECONDS: 60 }
 async function buildThrottled (t: Test) {
-  return build(t, { LOGIN_MAX_FAILURES: 3, LOGIN_FAILURE_WINDOW_SECONDS: 60 })
+  return build(t, throttledConfig)
 }
