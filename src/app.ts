@@ -16,6 +16,8 @@ import healthRoutes from './health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
 export interface AppOptions {
   config: AppConfig
   /** An open Kysely instance (the embedded backend, tests); by default one is made from config.DATABASE_URL. */
@@ -29,7 +31,12 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     ...(loggerInstance !== undefined ? { loggerInstance } : { logger: false }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
-    genReqId: () => randomUUID(),
+    // A client's own X-Request-ID is kept when it is well-formed, so both sides quote one id.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     // Node's defaults (60 s for a request head, checked every 30 s) held idle and slowloris
@@ -42,6 +49,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
 
   // JSON only: without its default text/plain parser, any other media type is a 415.
   app.removeContentTypeParser('text/plain')
+  app.addHook('onRequest', async (request, reply) => { void reply.header('x-request-id', request.id) })
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler((request, reply) => {
     errorHandler(new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`), request, reply)

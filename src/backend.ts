@@ -4,7 +4,8 @@
 // first admin account when there is none.
 import { randomBytes } from 'node:crypto'
 import { readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import type { Kysely } from 'kysely'
 import type { AppConfig, Config } from './config.js'
 import { connect, redactUrl } from './db/connect.js'
@@ -57,10 +58,16 @@ export async function openBackend (config: Config, log: Log): Promise<Backend> {
     return { db, config: config as AppConfig, kind: 'server' }
   }
   const started = performance.now()
+  const firstStart = !existsSync(join(config.DATA_DIR, 'pgdata'))
+  log.info({ dataDir: resolve(config.DATA_DIR), firstStart }, firstStart
+    ? 'embedded PostGIS: creating the database (first start; about half a minute)'
+    : 'embedded PostGIS: opening the database')
   const embedded = await openEmbedded(config.DATA_DIR)
   try {
     const opened = performance.now()
-    const { applied } = await migrate(embedded.db)
+    const { applied } = await migrate(embedded.db, undefined, (name) => {
+      log.info({ migration: name, elapsedMs: Math.round(performance.now() - started) }, `embedded PostGIS: applying ${name}${name.startsWith('001_') ? ' (installs PostGIS: the slow step)' : ''}`)
+    })
     const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(embedded.dir)
     const generatedAdmin = await firstAdmin(embedded.db, config)
     if (embedded.tookOverFromPid !== undefined) {

@@ -203,6 +203,10 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
     headers.connection = 'close'
     lingerBeforeClose(request.raw.socket)
   }
+  if (body.status < 500) {
+    // Who gets 4xx and why, for ops; the account id, never the token.
+    request.log.info({ status: body.status, code: body.code, accountId: request.account?.id }, `rejected: ${body.message}`)
+  }
   if (body.status >= 500) body.request_id = String(request.id)
   if (body.status === 401) headers['www-authenticate'] ??= 'Bearer'
   void reply.code(body.status).headers(headers).type('application/json; charset=utf-8').send(body)

@@ -6,6 +6,7 @@ import { buildApp } from './app.js'
 import { openBackend } from './backend.js'
 import { loadConfig } from './config.js'
 import { DataDirInUseError } from './db/embedded.js'
+import { errorSerializer } from './log.js'
 
 let config
 try {
@@ -17,7 +18,8 @@ try {
 
 const logger = pino({
   level: config.LOG_LEVEL,
-  redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'body.password'], censor: '[redacted]' }
+  redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'body.password'], censor: '[redacted]' },
+  serializers: { err: errorSerializer(config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace') }
 })
 
 let backend
@@ -33,7 +35,9 @@ try {
 }
 
 if (backend.generatedAdmin !== undefined) {
-  // Shown once, on standard output, so the quick start can go straight to POST /token.
+  // For log shippers: that an admin was created, and which (never its password).
+  logger.info({ email: backend.generatedAdmin.email, organisation: config.ADMIN_ORG, role: 'admin' }, 'first start: created an admin account with a generated password')
+  // For the person at the terminal, once, so the quick start can go straight to POST /token.
   process.stdout.write([
     '',
     'Source Registry: first start, created an admin account (shown once):',
@@ -47,9 +51,11 @@ if (backend.generatedAdmin !== undefined) {
 const app = await buildApp({ config: backend.config, db: backend.db, loggerInstance: logger })
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  const started = performance.now()
   if (err !== undefined) app.log.error({ err }, 'fatal error, closing')
   else app.log.info({ signal }, 'closing: draining in-flight requests')
   await app.close()
+  app.log.info({ signal, drainMs: Math.round(performance.now() - started) }, 'closed')
 })
 
 await app.listen({ host: config.HOST, port: config.PORT })

@@ -20,7 +20,10 @@ export async function listMigrations (dir = SQL_DIR): Promise<Array<{ name: stri
   }))
 }
 
-export async function migrate (db: Kysely<Database>, dir = SQL_DIR): Promise<MigrationResult> {
+/** Called before each file is applied, so a slow first start can say what it is doing. */
+export type OnApply = (name: string) => void
+
+export async function migrate (db: Kysely<Database>, dir = SQL_DIR, onApply: OnApply = () => {}): Promise<MigrationResult> {
   const migrations = await listMigrations(dir)
   return db.connection().execute(async (conn) => {
     await sql`SELECT pg_advisory_lock(${LOCK_KEY})`.execute(conn)
@@ -41,6 +44,7 @@ export async function migrate (db: Kysely<Database>, dir = SQL_DIR): Promise<Mig
           result.skipped.push(m.name)
           continue
         }
+        onApply(m.name)
         await conn.transaction().execute(async (trx) => {
           await sql.raw(m.text).execute(trx)
           await trx.insertInto('schema_migrations').values({ name: m.name, checksum: m.checksum }).execute()
