@@ -9,7 +9,7 @@
 import pg from 'pg'
 import wkx from 'wkx'
 import { randomBytes } from 'node:crypto'
-import { multiPolygonEwkb } from '../dist/sources/geojson.js'
+import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 
 const url = process.env.DATABASE_URL
 if (!url) { console.error('DATABASE_URL is required'); process.exit(2) }

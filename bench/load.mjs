@@ -2,6 +2,8 @@
 // one run of one scenario, printed as JSON. Closed loop with autocannon (-p 1, fixed connections,
 // duration or amount, optionally its bursty per-second rate limit), or, with `paced`, an
 // open-loop load at an even rate (for latency at a given load).
+// With `client: 'fetch'`, a closed loop of fetch() workers instead of autocannon: what a Node
+// client written the obvious way costs (its own CPU on the cores it shares with the service).
 // Usage: node bench/load.mjs '<scenario json>'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
@@ -37,8 +39,11 @@ const mixed = () => {
 }
 const make = s.kind === 'mixed' ? mixed : requests[s.kind]
 
-const output = s.paced ? await paced() : await closedLoop()
-process.stdout.write(JSON.stringify({ ...output, deletes: nextDelete - (s.deleteFrom ?? 0) }))
+const output = s.paced ? await paced() : s.client === 'fetch' ? await fetchLoop() : await closedLoop()
+// The generator's own CPU over the run (ms of user + system time): on 2 shared cores, what it
+// takes is not the service's.
+const cpu = process.cpuUsage()
+process.stdout.write(JSON.stringify({ ...output, generatorCpuMs: Math.round((cpu.user + cpu.system) / 1000), deletes: nextDelete - (s.deleteFrom ?? 0) }))
 
 /** autocannon: each of the connections sends its next request as soon as the last is answered. */
 async function closedLoop () {
@@ -169,4 +174,33 @@ async function paced () {
   const at = (q) => quantile(latencies, q)
   const non2xx = Object.entries(statusCodes).reduce((n, [code, count]) => n + (Number(code) >= 300 ? count : 0), 0)
   return { rps: latencies.length / s.duration, p50: at(0.5), p99: at(0.99), lateP50: quantile(lateness, 0.5), lateP99: quantile(lateness, 0.99), waitP99: quantile(waits, 0.99), total: latencies.length, non2xx, errors, timeouts: 0, statusCodes }
+}
+
+/** `connections` fetch() workers, each sending its next request when the last is answered. */
+async function fetchLoop () {
+  const latencies = []
+  const statusCodes = {}
+  let errors = 0
+  const end = performance.now() + s.duration * 1000
+  const worker = async () => {
+    while (performance.now() < end) {
+      const r = make()
+      const t0 = performance.now()
+      try {
+        const res = await fetch(`${s.url}${r.path}`, { method: r.method, headers: r.headers, body: r.body })
+        await res.arrayBuffer()
+        statusCodes[res.status] = (statusCodes[res.status] ?? 0) + 1
+        latencies.push(performance.now() - t0)
+      } catch {
+        errors++
+      }
+    }
+  }
+  const started = performance.now()
+  await Promise.all(Array.from({ length: s.connections }, worker))
+  const seconds = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  const at = (q) => latencies.length === 0 ? 0 : +latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)].toFixed(1)
+  const non2xx = Object.entries(statusCodes).reduce((n, [code, count]) => n + (Number(code) >= 300 ? count : 0), 0)
+  return { rps: latencies.length / seconds, p50: at(0.5), p99: at(0.99), total: latencies.length, non2xx, errors, timeouts: 0, statusCodes }
 }

@@ -3,7 +3,7 @@
 // Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
 import Fastify from 'fastify'
 import pg from 'pg'
-import { multiPolygonEwkb } from '../dist/sources/geojson.js'
+import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { randomBytes } from 'node:crypto'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: '-c TimeZone=UTC' })

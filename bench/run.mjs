@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { createServer } from 'node:net'
 import pg from 'pg'
 import { startPostgis } from '../scripts/postgis.mjs'
-import { multiPolygonEwkb } from '../dist/sources/geojson.js'
+import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { polygon } from './bodies.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)

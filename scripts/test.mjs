@@ -68,9 +68,18 @@ try {
     migrateTemplate({ DATA_DIR: dir })
     tapEnv.TEST_TEMPLATE_DIR = dir
   }
+  const runTap = (args, env) => new Promise((resolve) => {
+    const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...args], { stdio: 'inherit', env })
+    tap.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)))
+  })
   log(`running the suite against the ${backend} backend`)
-  const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...process.argv.slice(2)], { stdio: 'inherit', env: tapEnv })
-  code = await new Promise((resolve) => tap.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+  code = await runTap(process.argv.slice(2), tapEnv)
+  // The sources tests once more on the plain path (DB_FAST_PATH=false): the fast layer must
+  // give the same answers. Only for a whole-suite run.
+  if (code === 0 && process.argv.length === 2) {
+    log(`running test/sources again on the plain path (DB_FAST_PATH=false), ${backend} backend`)
+    code = await runTap(['--disable-coverage', 'test/sources'], { ...tapEnv, TEST_DB_FAST_PATH: 'false' })
+  }
 } catch (err) {
   log(err.message)
 } finally {

@@ -7,7 +7,10 @@ import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
-import { ApiError, errorHandler } from './errors.js'
+import { ApiError } from './errors.js'
+import { errorHandler } from './http/error-handler.js'
+import { fastSourceStore } from './fast/sources-store.js'
+import { plainSourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -20,8 +23,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export interface AppOptions {
   config: AppConfig
-  /** An open Kysely instance (the embedded backend, tests); by default one is made from config.DATABASE_URL. */
-  db?: Kysely<Database>
+  /** The open database (db/open.ts); the app destroys it when it closes. */
+  db: Kysely<Database>
   /** A pino logger (server.ts); without one the app does not log. */
   loggerInstance?: FastifyBaseLogger
 }
@@ -61,14 +64,18 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
     }
   })
-  await app.register(dbPlugin, { config, db })
+  await app.register(dbPlugin, { db })
   await app.register(authPlugin, { config })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
 
   await app.register(healthRoutes)
   await app.register(tokenRoutes, { config })
-  await app.register(sourcesRoutes, { config })
+  // The plain path, or the same answers with batching and compiled queries (src/fast/).
+  const sourceStore = config.DB_FAST_PATH
+    ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
+    : plainSourceStore(db)
+  await app.register(sourcesRoutes, { config, store: sourceStore })
   app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async () => app.swagger())
 
   return app

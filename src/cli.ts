@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-// Ops commands: migrate; account add|list|disable|enable|passwd. Works on the PostGIS server at
-// DATABASE_URL or, without it, on the embedded database in DATA_DIR (default ./data; the service
-// must be stopped, as only one process may open it). Passwords come from standard input
+// Ops commands: migrate; account add|list|disable|enable|passwd|unlock. Reads the same
+// environment as the service, validated by the same schema (config.ts), and works on the
+// PostGIS server at DATABASE_URL or, without it, on the embedded database in DATA_DIR (default
+// ./data; the service must be stopped, as only one process may open it). Passwords come from standard input
 // (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
-import { connect, redactUrl } from './db/connect.js'
-import { DataDirInUseError, NoDatabaseError, openEmbedded } from './db/embedded.js'
+import { constraintRule } from './db/constraints.js'
+import { openDatabase } from './db/open.js'
+import { DataDirInUseError, NoDatabaseError } from './db/embedded.js'
 import { ROLES, type Database, type Role } from './db/database.js'
 import { type MigrationResult, migrate } from './db/migrate.js'
-import { ConfigSchema } from './config.js'
+import { type Config, ConfigSchema, loadConfig } from './config.js'
 import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
 import { hashPassword, passwordProblem } from './accounts/passwords.js'
 import { unlock } from './accounts/login-failures.repository.js'
@@ -46,25 +48,24 @@ function need (value: string | undefined, flag: string): string {
 }
 
 /**
- * Opens the database on first use, so usage errors are reported without opening it, and says on
- * standard error which database it is (never a password). Only commands that create data may
- * create an embedded database; the others say there is none.
+ * Opens the database on first use (db/open.ts, as the service does), so usage errors are
+ * reported without opening it, and says on standard error which database it is (never a
+ * password). Only commands that create data may create an embedded database; the others say
+ * there is none.
  */
 class Connection {
   private db?: Kysely<Database>
   /** What opening the embedded database applied (it migrates on every open, as the service does). */
   opened?: MigrationResult
 
+  constructor (private readonly config: Config) {}
+
   async get ({ create = false }: { create?: boolean } = {}): Promise<Kysely<Database>> {
     if (this.db !== undefined) return this.db
-    const url = process.env.DATABASE_URL
-    if (url !== undefined && url !== '') {
-      err(`database: PostGIS server ${redactUrl(url)}`)
-      this.db = connect({ url, poolMax: 2, connectTimeoutMs: 10_000 })
-    } else {
-      const embedded = await openEmbedded(process.env.DATA_DIR || './data', { create })
-      err(`database: embedded PostGIS in ${embedded.dir}`)
-      this.db = embedded.db
+    const opened = await openDatabase(this.config, { create, poolMax: 2 })
+    err(`database: ${opened.description}`)
+    this.db = opened.db
+    if (opened.kind === 'embedded') {
       this.opened = await migrate(this.db)
       if (this.opened.applied.length > 0) err(`applied ${this.opened.applied.join(', ')}`)
     }
@@ -108,16 +109,8 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
       if (values['password-stdin'] !== true) throw new UsageError('--password-stdin is required (the password is read from standard input)')
       const password = await readPassword()
-      try {
-        const account = await insertAccount(await conn.get({ create: true }), { email, organisation, role, passwordHash: await hashPassword(password) })
-        out(`created ${account.role} ${account.email} (${account.organisation}), id ${account.id}`)
-      } catch (err) {
-        const constraint = (err as { constraint?: string }).constraint
-        if (constraint === 'accounts_email_lower_key') throw new UsageError(`an account with e-mail ${email} already exists`)
-        if (constraint === 'accounts_email_format') throw new UsageError(`"${email}" is not an e-mail address`)
-        if (constraint === 'accounts_organisation_not_blank') throw new UsageError('--org must be 1 to 256 characters, not blank')
-        throw err
-      }
+      const account = await insertAccount(await conn.get({ create: true }), { email, organisation, role, passwordHash: await hashPassword(password) })
+      out(`created ${account.role} ${account.email} (${account.organisation}), id ${account.id}`)
       return
     }
     case 'list': {
@@ -157,13 +150,22 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
 async function main (): Promise<number> {
   const argv = process.argv.slice(2)
   if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) { out(USAGE); return argv.length === 0 ? 2 : 0 }
-  const conn = new Connection()
+  let config: Config
+  try {
+    config = loadConfig()
+  } catch (e) {
+    err(`error: ${(e as Error).message}`)
+    return 2
+  }
+  const conn = new Connection(config)
   try {
     await run(conn, argv)
     return 0
-  } catch (err) {
-    const usage = err instanceof UsageError || err instanceof DataDirInUseError || err instanceof NoDatabaseError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
-    process.stderr.write(`error: ${(err as Error).message}\n`)
+  } catch (e) {
+    // A named constraint of sql/ says what was wrong, in the words the API uses (db/constraints.ts).
+    const rule = constraintRule(e)
+    const usage = rule !== undefined || e instanceof UsageError || e instanceof DataDirInUseError || e instanceof NoDatabaseError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+    err(`error: ${rule?.message ?? (e as Error).message}`)
     return usage ? 2 : 1
   } finally {
     await conn.close()

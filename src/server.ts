@@ -1,10 +1,11 @@
-// Process entry: config, logger, the backend (PostGIS server or embedded), listen, and a
-// graceful close on SIGTERM/SIGINT (in-flight requests finish, then the database is closed).
+// Process entry: config, logger, start-up (bootstrap.ts: the database and a complete config),
+// the app, listen, and a graceful close on SIGTERM/SIGINT (in-flight requests finish, then the
+// database is closed).
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import { buildApp } from './app.js'
-import { openBackend } from './backend.js'
-import { loadConfig } from './config.js'
+import { bootstrap } from './bootstrap.js'
+import { ConfigError, loadConfig } from './config.js'
 import { DataDirInUseError } from './db/embedded.js'
 import { errorSerializer } from './log.js'
 
@@ -22,11 +23,11 @@ const logger = pino({
   serializers: { err: errorSerializer(config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace') }
 })
 
-let backend
+let started
 try {
-  backend = await openBackend(config, logger)
+  started = await bootstrap(config, logger)
 } catch (err) {
-  if (err instanceof DataDirInUseError) {
+  if (err instanceof DataDirInUseError || err instanceof ConfigError) {
     process.stderr.write(`error: ${err.message}\n`)
     process.exit(1)
   }
@@ -34,21 +35,21 @@ try {
   process.exit(1)
 }
 
-if (backend.generatedAdmin !== undefined) {
+if (started.generatedAdmin !== undefined) {
   // For log shippers: that an admin was created, and which (never its password).
-  logger.info({ email: backend.generatedAdmin.email, organisation: config.ADMIN_ORG, role: 'admin' }, 'first start: created an admin account with a generated password')
+  logger.info({ email: started.generatedAdmin.email, organisation: config.ADMIN_ORG, role: 'admin' }, 'first start: created an admin account with a generated password')
   // For the person at the terminal, once, so the quick start can go straight to POST /token.
   process.stdout.write([
     '',
     'Source Registry: first start, created an admin account (shown once):',
-    `  e-mail:   ${backend.generatedAdmin.email}`,
-    `  password: ${backend.generatedAdmin.password}`,
-    `Change it: printf %s 'new password' | npm run cli -- account passwd --email ${backend.generatedAdmin.email} --password-stdin (with the service stopped)`,
+    `  e-mail:   ${started.generatedAdmin.email}`,
+    `  password: ${started.generatedAdmin.password}`,
+    `Change it: printf %s 'new password' | npm run cli -- account passwd --email ${started.generatedAdmin.email} --password-stdin (with the service stopped)`,
     '', ''
   ].join('\n'))
 }
 
-const app = await buildApp({ config: backend.config, db: backend.db, loggerInstance: logger })
+const app = await buildApp({ config: started.config, db: started.db, loggerInstance: logger })
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   const started = performance.now()

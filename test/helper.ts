@@ -15,8 +15,7 @@ import { Value } from '@sinclair/typebox/value'
 import { ErrorSchema, type ErrorBody } from '../src/errors.js'
 import { buildApp, type App } from '../src/app.js'
 import type { AppConfig } from '../src/config.js'
-import { connect } from '../src/db/connect.js'
-import { openEmbedded } from '../src/db/embedded.js'
+import { openDatabase } from '../src/db/open.js'
 import type { Database, Role } from '../src/db/database.js'
 import { insertAccount } from '../src/accounts/accounts.repository.js'
 import { hashPassword } from '../src/accounts/passwords.js'
@@ -61,6 +60,9 @@ export async function createDatabase (t: Tap, { empty = false } = {}): Promise<s
   return databaseUrl(name)
 }
 
+/** Whether this run tests the fast path (batching, compiled queries) or the plain one. */
+export const fastPath = process.env.TEST_DB_FAST_PATH !== 'false'
+
 export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!'
 
 export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
@@ -77,6 +79,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     DATA_DIR: './unused',
     ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
+    // `npm test` runs the sources tests a second time on the plain path (scripts/test.mjs).
+    DB_FAST_PATH: fastPath,
     DB_READS_IN_FLIGHT: 2,
     DB_WRITES_IN_FLIGHT: 2,
     DB_CONNECT_TIMEOUT_MS: 1000,
@@ -104,9 +108,12 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
 
 export interface TestApp { app: App, db: Kysely<Database>, url: string }
 
-/** Opens a database made by createDatabase, closed on teardown. */
+/** The database settings of a target made by createDatabase: a server URL or a data directory. */
+export const targetConfig = (target: string) => testConfig(backend === 'embedded' ? { DATA_DIR: target } : { DATABASE_URL: target })
+
+/** Opens a database made by createDatabase (db/open.ts, as the service does), closed on teardown. */
 export async function directDb (t: Tap, target: string): Promise<Kysely<Database>> {
-  const db = backend === 'embedded' ? (await openEmbedded(target)).db : connect({ url: target, poolMax: 2 })
+  const { db } = await openDatabase(targetConfig(target), { poolMax: 2 })
   t.teardown(() => db.destroy())
   return db
 }
@@ -114,15 +121,9 @@ export async function directDb (t: Tap, target: string): Promise<Kysely<Database
 /** The app on a fresh migrated database (or `url`), closed on teardown. */
 export async function build (t: Tap, overrides: Partial<AppConfig> = {}, { url }: { url?: string } = {}): Promise<TestApp> {
   const target = url ?? await createDatabase(t)
-  if (backend === 'embedded') {
-    const config = testConfig({ DATA_DIR: target, ...overrides })
-    const app = await buildApp({ config, db: (await openEmbedded(target)).db })
-    await app.ready()
-    t.teardown(() => app.close())
-    return { app, db: app.db, url: target }
-  }
-  const config = testConfig({ DATABASE_URL: target, ...overrides })
-  const app = await buildApp({ config })
+  const config = testConfig({ ...targetConfig(target), ...overrides })
+  const { db } = await openDatabase(config)
+  const app = await buildApp({ config, db })
   await app.ready()
   t.teardown(() => app.close())
   return { app, db: app.db, url: target }

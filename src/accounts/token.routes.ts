@@ -9,7 +9,8 @@ import { LoginThrottle } from './login-throttle.js'
 import { dummyHash, verifyPassword } from './passwords.js'
 
 export const CredentialsSchema = Type.Object({
-  email: Type.String({ minLength: 1, maxLength: 320 }),
+  // No U+0000: the e-mail is looked up in PostgreSQL, whose text cannot hold it.
+  email: Type.String({ minLength: 1, maxLength: 320, pattern: '^[^\\u0000]*$' }),
   password: Type.String({ minLength: 1, maxLength: 1024 })
 })
 

@@ -6,9 +6,13 @@ export function stAsGeoJson (geom: Expression<unknown>): RawBuilder<string> {
   return sql<string>`ST_AsGeoJSON(${geom}, 15)`
 }
 
-/** A timestamptz as ISO 8601 in UTC with microseconds, e.g. 2024-01-01T00:00:00.000000Z. */
+/**
+ * A timestamptz in the API's one date-time format: ISO 8601 in UTC, with the fraction of a
+ * second only when there is one, and no trailing zeros (2024-01-01T00:00:00Z, …T12:00:00.5Z).
+ * Every date-time a response carries is made here.
+ */
 export function isoUtc (ts: RawBuilder<unknown> | Expression<unknown>): RawBuilder<string> {
-  return sql<string>`to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+  return sql<string>`regexp_replace(to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '\\.?0+$', '') || 'Z'`
 }
 
 export function rangeLower (range: Expression<unknown>): RawBuilder<unknown> {

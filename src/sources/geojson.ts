@@ -1,16 +1,17 @@
-// The RFC 7946 and ISO 8601 rules a JSON schema cannot say, checked per feature with a JSON
-// pointer for each problem, and the conversion of checked polygons to EWKB for PostGIS.
-// Structural problems are 400; well-formed but impossible data (start not before end, the same
-// feature id twice with overlapping periods) is 422. ST_IsValid and the period window are
-// checked by the database's constraints.
-import wkx from 'wkx'
+// The RFC 7946 rules a JSON schema cannot say (positions in range, rings closed) and the date
+// rules (datetime.ts), checked per feature with a JSON pointer for each problem. Structural
+// problems are 400; well-formed but impossible data (start not before end, the same feature id
+// twice with overlapping periods) is 422. ST_IsValid and the period window are checked by the
+// database's constraints.
 import type { ErrorDetail } from '../errors.js'
+import { type ParsedDateTime, parseDateTime } from './datetime.js'
 import type { FeatureCollection } from './sources.schema.js'
 
-export interface CheckedFeature {
+/** A feature that passed every check: what the repository stores (with an id, as NewSource). */
+export interface ValidFeature {
   index: number
   featureId: string
-  /** The polygon's rings as the client sent them (positions checked); see multiPolygonEwkb. */
+  /** The polygon's rings as the client sent them (positions checked); see db/ewkb.ts. */
   rings: number[][][]
   /** Normalised ISO 8601 with explicit offset, microsecond precision: safe to cast to timestamptz. */
   startAt: string
@@ -18,61 +19,10 @@ export interface CheckedFeature {
 }
 
 export type CheckResult =
-  | { ok: true, features: CheckedFeature[] }
+  | { ok: true, features: ValidFeature[] }
   | { ok: false, code: 'INVALID_GEOJSON' | 'INVALID_PERIOD' | 'DUPLICATE_FEATURE', details: ErrorDetail[] }
 
 const MAX_DETAILS = 100
-const WKB_MULTIPOLYGON = 6
-const EWKB_SRID_FLAG = 0x20000000
-
-export interface ParsedDateTime { iso: string, epochMicros: number }
-
-// YYYY-MM-DD, optionally followed by THH:MM[:SS[.fraction]] and a zone (Z or ±HH[:MM]).
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/
-
-function daysFromCivil (y: number, m: number, d: number): number {
-  // Howard Hinnant's days_from_civil: days since 1970-01-01 in the proleptic Gregorian calendar.
-  const yy = m <= 2 ? y - 1 : y
-  const era = Math.floor(yy / 400)
-  const yoe = yy - era * 400
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-}
-
-function daysInMonth (y: number, m: number): number {
-  return [31, (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1] as number
-}
-
-const pad = (n: number, w = 2): string => String(n).padStart(w, '0')
-
-/** ISO 8601 date-time with Z or an offset, or a date alone (midnight UTC). Returns an error message otherwise. */
-export function parseDateTime (text: string): ParsedDateTime | string {
-  const m = DATE_TIME.exec(text)
-  if (m === null) return 'must be an ISO 8601 date-time with Z or an offset (2024-05-01T12:00:00Z), or a date (2024-05-01)'
-  const [, ys, mos, ds, hs, mis, ss, frac, z, sign, ohs, oms] = m
-  const y = Number(ys); const mo = Number(mos); const d = Number(ds)
-  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return 'is not a calendar date'
-  if (hs !== undefined && z === undefined && sign === undefined) {
-    return 'has a time but no offset: add Z (UTC) or an offset such as +02:00'
-  }
-  const h = Number(hs ?? 0); const mi = Number(mis ?? 0); const s = Number(ss ?? 0)
-  if (h > 23 || mi > 59 || s > 59) return 'has an out-of-range time of day'
-  const micros = Number((frac ?? '').padEnd(6, '0').slice(0, 6))
-  let offsetMinutes = 0
-  let zone = 'Z'
-  if (sign !== undefined) {
-    const oh = Number(ohs); const om = Number(oms ?? 0)
-    if (oh > 15 || om > 59) return 'has an out-of-range offset'
-    offsetMinutes = (sign === '-' ? -1 : 1) * (oh * 60 + om)
-    zone = `${sign}${pad(oh)}:${pad(om)}`
-  }
-  const seconds = daysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offsetMinutes * 60
-  return {
-    iso: `${pad(y, 4)}-${pad(mo)}-${pad(d)}T${pad(h)}:${pad(mi)}:${pad(s)}.${pad(micros, 6)}${zone}`,
-    epochMicros: seconds * 1_000_000 + micros
-  }
-}
 
 function checkRings (rings: number[][][], base: string, details: ErrorDetail[]): void {
   rings.forEach((ring, r) => {
@@ -96,35 +46,13 @@ function checkRings (rings: number[][][], base: string, details: ErrorDetail[]):
 }
 
 /**
- * One EWKB MultiPolygon (SRID 4326, altitude dropped) holding every polygon, in order: a whole
- * collection travels to PostgreSQL as one binary bytea parameter, and ST_Dump gives its polygons
- * back as rows. One buffer, no hex string twice its size, no text-array escaping or parsing.
- */
-export function multiPolygonEwkb (polygons: number[][][][]): Buffer {
-  // The EWKB header (little endian, MultiPolygon with the SRID flag, 4326, the count), then each
-  // polygon's WKB from wkx. Byte for byte what wkx.MultiPolygon#toEwkb writes, 2–3× faster:
-  // it sizes and copies every polygon twice.
-  const header = Buffer.alloc(13)
-  header.writeUInt8(1, 0)
-  header.writeUInt32LE(WKB_MULTIPOLYGON | EWKB_SRID_FLAG, 1)
-  header.writeUInt32LE(4326, 5)
-  header.writeUInt32LE(polygons.length, 9)
-  return Buffer.concat([header, ...polygons.map((rings) => {
-    // `+ 0` turns -0 into 0: the ring check compares with ===, for which -0 and 0 are equal, while
-    // PostGIS compares the bytes, so a ring from [0, 0] to [-0, 0] would be "not closed" there.
-    const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point((pos[0] as number) + 0, (pos[1] as number) + 0)))
-    return new wkx.Polygon(outer, holes).toWkb()
-  })])
-}
-
-/**
  * Checks every feature of an already schema-valid FeatureCollection. All 400 problems are
  * reported before any 422 one: a request with both gets 400.
  */
 export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
   const structural: ErrorDetail[] = []
   const unprocessable: ErrorDetail[] = []
-  const checked: CheckedFeature[] = []
+  const checked: ValidFeature[] = []
   const periods: Array<{ start: number, end: number }> = []
   // Collections tend to repeat the same few date-times: each distinct one is parsed once.
   const parsedDates = new Map<string, ParsedDateTime | string>()
@@ -137,6 +65,9 @@ export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
   fc.features.forEach((feature, index) => {
     const where = { feature_index: index, feature_id: feature.id }
     const before = structural.length
+    if (feature.id.includes('\u0000')) {
+      structural.push({ pointer: `/features/${index}/id`, message: 'must not contain the character U+0000 (a PostgreSQL text cannot hold it)', ...where })
+    }
     const rings = feature.geometry.coordinates
     const ringProblems: ErrorDetail[] = []
     checkRings(rings, `/features/${index}/geometry/coordinates`, ringProblems)

@@ -1,34 +1,34 @@
-// SQL for sources. A whole FeatureCollection is one set-based INSERT … SELECT FROM unnest(…),
-// so it is atomic and costs one round trip whatever the number of features; its polygons travel
-// as one binary EWKB MultiPolygon that ST_Dump splits back into rows, in order. When the database
-// rejects it, diagnoseSources evaluates each constraint per feature to say which one failed.
-import { type Kysely, type Transaction, sql } from 'kysely'
-import { Batcher } from '../db/batch.js'
-import { param, prepare, queryBuilder } from '../db/compiled.js'
+// SQL for sources, as plain functions that take the database (or a transaction) first and own
+// no batching and no transaction: the caller decides. Writes are one set-based INSERT … SELECT
+// FROM unnest(…) for any number of features and requests, so a collection is atomic and costs
+// one round trip; its polygons travel as one binary EWKB MultiPolygon that ST_Dump splits back
+// into rows, in order. When the database rejects a write, diagnoseSources evaluates each
+// constraint per feature (sources/rejections.ts says which one failed).
+import { type Expression, type Kysely, type Transaction, sql } from 'kysely'
 import type { Database } from '../db/database.js'
-import { multiPolygonEwkb } from './geojson.js'
+import { multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper, stAsGeoJson } from '../db/postgis.js'
+import type { ValidFeature } from './geojson.js'
 
-type Db = Kysely<Database> | Transaction<Database>
+export type Db = Kysely<Database> | Transaction<Database>
 
-export interface NewSource {
-  id: string
-  featureId: string
-  /** Polygon rings, [lon, lat(, alt)] positions; encoded by multiPolygonEwkb. */
-  rings: number[][][]
-  startAt: string
-  endAt: string
-}
+/** A checked feature with the id the service gave it. */
+export interface NewSource extends ValidFeature { id: string }
 
 export interface Owner { organisation: string, accountId: string }
+
+/** One request's sources and who wrote them; several go into one INSERT. */
+export interface SourceInsert { owner: Owner, sources: NewSource[] }
 
 /** Who may see a source: one organisation, or every organisation (admins). */
 export type Scope = { organisation: string } | 'all'
 
+/** A source as read: every date-time already in the API's one format (db/postgis.ts isoUtc). */
 export interface SourceRow {
   id: string
   feature_id: string
   organisation: string
+  /** GeoJSON text of the polygon, from ST_AsGeoJSON. */
   geometry: string
   start_at: string
   end_at: string
@@ -46,17 +46,8 @@ function unnestSources (sources: NewSource[]) {
   ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`
 }
 
-export async function insertSources (db: Db, owner: Owner, sources: NewSource[]): Promise<void> {
-  await sql`
-    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-    SELECT t.id, t.feature_id, ${owner.organisation}, ${owner.accountId}::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)')
-    FROM ${unnestSources(sources)}`.execute(db)
-}
-
-export interface SourceInsert { owner: Owner, sources: NewSource[] }
-
-/** Several requests' sources in one statement (one transaction): each row with its own owner. */
-async function insertSourcesOfMany (db: Db, inserts: SourceInsert[]): Promise<void> {
+/** Inserts the sources of one or more requests in one statement, each row with its own owner. */
+export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<void> {
   const all = inserts.flatMap((i) => i.sources)
   const owners = inserts.flatMap((i) => i.sources.map(() => i.owner))
   await sql`
@@ -67,42 +58,6 @@ async function insertSourcesOfMany (db: Db, inserts: SourceInsert[]): Promise<vo
       unnest(${owners.map((o) => o.organisation)}::text[]),
       unnest(${owners.map((o) => o.accountId)}::uuid[])
     ) WITH ORDINALITY AS o(organisation, created_by, ord) ON o.ord = t.ord`.execute(db)
-}
-
-export type SourceWriter = (insert: SourceInsert) => Promise<void>
-
-/**
- * insertSources, with concurrent requests batched into one INSERT once `maxInFlight` are
- * running (db/batch.ts), up to `maxFeatures` features per statement. A batch is all or
- * nothing, while each request must be on its own: when a batch of several fails, each of its
- * requests is inserted again alone, in the order they reached the writer, and gets its own
- * outcome (of two requests that conflict, the one that reached it first wins).
- */
-export function sourceWriter (db: Db, opts: { maxInFlight: number, maxFeatures: number }): SourceWriter {
-  const batcher = new Batcher<SourceInsert, { error: unknown } | undefined>(async (inserts) => {
-    if (inserts.length > 1) {
-      try {
-        await insertSourcesOfMany(db, inserts)
-        return inserts.map(() => undefined)
-      } catch {
-        // One of them (or the database) failed; the inserts one by one below say which.
-      }
-    }
-    const outcomes = []
-    for (const i of inserts) {
-      try {
-        await insertSources(db, i.owner, i.sources)
-        outcomes.push(undefined)
-      } catch (error) {
-        outcomes.push({ error })
-      }
-    }
-    return outcomes
-  }, { maxInFlight: opts.maxInFlight, maxWeight: opts.maxFeatures, weight: (i) => i.sources.length })
-  return async (insert) => {
-    const outcome = await batcher.submit(insert)
-    if (outcome !== undefined) throw outcome.error
-  }
 }
 
 export interface SourceDiagnosis {
@@ -150,52 +105,45 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }))
 }
 
-// GET and DELETE by id, compiled once (db/compiled.ts). Reads take a list of ids (one statement
-// for one id or many, see sourceReader); a delete takes one id, with an organisation or for
-// admins without.
-const selectSourcesById = prepare<{ ids: string[] }, SourceRow>(queryBuilder.selectFrom('sources')
-  .select((eb) => [
-    'id', 'feature_id', 'organisation',
-    stAsGeoJson(eb.ref('geom')).as('geometry'),
-    isoUtc(rangeLower(eb.ref('period'))).as('start_at'),
-    isoUtc(rangeUpper(eb.ref('period'))).as('end_at'),
-    isoUtc(eb.ref('created_at')).as('created_at'),
-    'area_m2'
-  ])
-  .where('id', '=', sql<string>`any(${param('ids')}::text[])`))
-
-async function findSourcesById (db: Db, ids: string[]): Promise<SourceRow[]> {
-  return (await db.executeQuery(selectSourcesById({ ids }))).rows
+/** The columns of a source as the API returns it. */
+function sourceColumns (geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>) {
+  return [
+    stAsGeoJson(geom).as('geometry'),
+    isoUtc(rangeLower(period)).as('start_at'),
+    isoUtc(rangeUpper(period)).as('end_at'),
+    isoUtc(createdAt).as('created_at')
+  ] as const
 }
 
-const visible = (row: SourceRow | undefined, scope: Scope): SourceRow | undefined =>
+/** The sources with these ids, whatever their organisation (the caller checks the scope). */
+export function selectSourcesByIds (db: Db, ids: string[]) {
+  return db.selectFrom('sources')
+    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+    .where('id', '=', sql<string>`any(${ids}::text[])`)
+}
+
+export async function findSourcesByIds (db: Db, ids: string[]): Promise<SourceRow[]> {
+  return selectSourcesByIds(db, ids).execute()
+}
+
+/** Whether a row may be seen in a scope: its organisation's own, or any for admins. */
+export const visibleIn = (row: SourceRow | undefined, scope: Scope): SourceRow | undefined =>
   row !== undefined && (scope === 'all' || row.organisation === scope.organisation) ? row : undefined
 
-export type SourceReader = (id: string, scope: Scope) => Promise<SourceRow | undefined>
-
-/**
- * Reads one source by id in a scope, with concurrent reads batched into one query once
- * `maxInFlight` are running (db/batch.ts). The organisation is checked on the row, so requests
- * of different organisations share a batch and a source outside the scope reads as not found.
- */
-export function sourceReader (db: Db, opts: { maxInFlight: number, maxBatch: number }): SourceReader {
-  const batcher = new Batcher<string, SourceRow | undefined>(async (ids) => {
-    const rows = new Map((await findSourcesById(db, ids)).map((r) => [r.id, r]))
-    return ids.map((id) => rows.get(id))
-  }, { maxInFlight: opts.maxInFlight, maxWeight: opts.maxBatch })
-  return async (id, scope) => visible(await batcher.submit(id), scope)
+/** One source, when it exists and is visible in the scope. */
+export async function findSourceById (db: Db, id: string, scope: Scope): Promise<SourceRow | undefined> {
+  const [row] = await findSourcesByIds(db, [id])
+  return visibleIn(row, scope)
 }
 
-function deleteById (scoped: boolean) {
-  return queryBuilder.deleteFrom('sources')
-    .where('id', '=', param('id'))
-    .$if(scoped, (q) => q.where('organisation', '=', param('organisation')))
+/** DELETE of one id, limited to an organisation unless the scope is every organisation. */
+export function deleteSourceQuery (db: Db, id: string, scope: Scope) {
+  const query = db.deleteFrom('sources').where('id', '=', id)
+  return scope === 'all' ? query : query.where('organisation', '=', scope.organisation)
 }
-const deleteScoped = prepare<{ id: string, organisation: string }, never>(deleteById(true))
-const deleteAny = prepare<{ id: string }, never>(deleteById(false))
 
 /** Returns false when no source with that id is visible in the scope. */
 export async function deleteSource (db: Db, id: string, scope: Scope): Promise<boolean> {
-  const query = scope === 'all' ? deleteAny({ id }) : deleteScoped({ id, organisation: scope.organisation })
-  return ((await db.executeQuery(query)).numAffectedRows ?? 0n) > 0n
+  const r = await deleteSourceQuery(db, id, scope).executeTakeFirst()
+  return r.numDeletedRows > 0n
 }

@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import { Kysely, PostgresDialect } from 'kysely'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { bootstrap } from '../../src/bootstrap.js'
 import type { Database } from '../../src/db/database.js'
 import { expectError, testConfig } from '../helper.js'
 
@@ -85,7 +86,10 @@ t.test('config: defaults, and one clear line for a missing or bad variable', asy
   const config = loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret })
   t.match(config, { HOST: '127.0.0.1', PORT: 3000, TOKEN_TTL_SECONDS: 3600, MAX_FEATURES: 1000, BODY_LIMIT_BYTES: 10485760 })
   t.ok(Object.isFrozen(config))
-  t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x' }), /invalid configuration: .*JWT_SECRET.*when DATABASE_URL is set/)
+  // The CLI needs no secret; the service does, and bootstrap says so before opening anything.
+  const withoutSecret = loadConfig({ DATABASE_URL: 'postgres://db/x' })
+  await t.rejects(bootstrap(withoutSecret, { info: () => {}, warn: () => {} }), /invalid configuration: .*JWT_SECRET.*when DATABASE_URL is set/)
+  t.throws(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '70000' }), /HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS/)
   t.match(loadConfig({}), { DATA_DIR: './data', JWT_SECRET: undefined }, 'no DATABASE_URL: the embedded backend, which generates its secret')
   t.throws(() => loadConfig({ ADMIN_PASSWORD: 'a long enough password' }), /ADMIN_PASSWORD is set without ADMIN_EMAIL/)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: 'short' }), /JWT_SECRET must NOT have fewer than 32 characters/)

@@ -4,9 +4,8 @@
 // and a structured admin line on an embedded first start.
 import t from 'tap'
 import { errorSerializer } from '../../src/log.js'
-import { connect } from '../../src/db/connect.js'
-import { openEmbedded } from '../../src/db/embedded.js'
-import { addAccount, backend, build, createDatabase, startService } from '../helper.js'
+import { openDatabase } from '../../src/db/open.js'
+import { addAccount, backend, build, createDatabase, startService, targetConfig } from '../helper.js'
 
 t.test('x-request-id on every response; a well-formed client id is kept, another is replaced', async (t) => {
   const { app } = await build(t)
@@ -35,7 +34,7 @@ t.test('database errors are logged without fields that may carry client data, ex
 
 t.test('4xx logged with code and account id, never the token; SIGTERM drains and logs "closed"', async (t) => {
   const target = await createDatabase(t)
-  const setup = backend === 'embedded' ? (await openEmbedded(target)).db : connect({ url: target, poolMax: 1 })
+  const { db: setup } = await openDatabase(targetConfig(target), { poolMax: 1 })
   const viewer = await addAccount(setup, { role: 'viewer' })
   await setup.destroy()
   const service = await startService(t, target)

@@ -9,15 +9,14 @@ import type { AddressInfo } from 'node:net'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { connect } from '../../src/db/connect.js'
-import { openEmbedded } from '../../src/db/embedded.js'
-import { addAccount, backend, build, collection, createDatabase, expectError, feature, startService } from '../helper.js'
+import { openDatabase } from '../../src/db/open.js'
+import { addAccount, build, collection, createDatabase, expectError, feature, startService, targetConfig } from '../helper.js'
 
 const LIMIT = 1024 * 1024
 // The service in a process of its own: in this process, client and server would share one event
 // loop, and the reset that loses a client's answer would not happen.
 const target = await createDatabase(t)
-const setup = backend === 'embedded' ? (await openEmbedded(target)).db : connect({ url: target, poolMax: 1 })
+const { db: setup } = await openDatabase(targetConfig(target), { poolMax: 1 })
 const account = await addAccount(setup, { role: 'editor' })
 await setup.destroy()
 const service = await startService(t, target, { BODY_LIMIT_BYTES: String(LIMIT) })

@@ -1,4 +1,4 @@
-// The embedded backend's start-up (openBackend without DATABASE_URL): migrations applied once,
+// The embedded backend's start-up (bootstrap without DATABASE_URL): migrations applied once,
 // a JWT secret generated once and kept, the first admin account, data kept across restarts, and
 // one process per data directory.
 import t from 'tap'
@@ -8,7 +8,7 @@ import { hostname } from 'node:os'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
-import { openBackend } from '../../src/backend.js'
+import { bootstrap } from '../../src/bootstrap.js'
 import { loadConfig } from '../../src/config.js'
 import { findAccountByEmail } from '../../src/accounts/accounts.repository.js'
 import { verifyPassword } from '../../src/accounts/passwords.js'
@@ -27,7 +27,7 @@ if (backend === 'server') {
     const infos: Array<Record<string, unknown>> = []
     const log = { info: (o: object) => { infos.push(o as Record<string, unknown>) }, warn: () => {} }
 
-    const first = await openBackend(loadConfig({ DATA_DIR: dir }), log)
+    const first = await bootstrap(loadConfig({ DATA_DIR: dir }), log)
     t.equal(first.kind, 'embedded')
     const ready = () => infos.find((i) => i.backend === 'embedded')
     t.same(ready()?.migrationsApplied, (await listMigrations()).map((m) => m.name), 'every migration applied on first start')
@@ -41,11 +41,11 @@ if (backend === 'server') {
     t.ok(await verifyPassword(first.generatedAdmin?.password as string, admin?.password_hash as string))
     await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES
       ('src_keepmeacrossrestarts', 'kept', 'default', ${admin?.id}::uuid, ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 1,0 0))', 4326), '[2024-01-01Z,2024-02-01Z)')`.execute(first.db)
-    await t.rejects(openBackend(loadConfig({ DATA_DIR: dir }), quiet), /is in use by another process/, 'one process per data directory')
+    await t.rejects(bootstrap(loadConfig({ DATA_DIR: dir }), quiet), /is in use by another process/, 'one process per data directory')
     await first.db.destroy()
 
     infos.length = 0
-    const second = await openBackend(loadConfig({ DATA_DIR: dir }), log)
+    const second = await bootstrap(loadConfig({ DATA_DIR: dir }), log)
     t.teardown(() => second.db.destroy())
     t.match(infos.find((i) => i.backend === 'embedded'), { migrationsApplied: [] }, 'nothing re-applied on a later start')
     t.equal(second.config.JWT_SECRET, first.config.JWT_SECRET, 'tokens survive a restart')
@@ -58,7 +58,7 @@ if (backend === 'server') {
     const dir = await mkdtemp(join(tmpdir(), 'sr-embedded-'))
     t.teardown(() => rm(dir, { recursive: true, force: true }))
     const secret = 's'.repeat(40)
-    const started = await openBackend(loadConfig({ DATA_DIR: dir, ADMIN_EMAIL: 'ops@example.org', ADMIN_PASSWORD: 'given password 1', ADMIN_ORG: 'acme', JWT_SECRET: secret }), quiet)
+    const started = await bootstrap(loadConfig({ DATA_DIR: dir, ADMIN_EMAIL: 'ops@example.org', ADMIN_PASSWORD: 'given password 1', ADMIN_ORG: 'acme', JWT_SECRET: secret }), quiet)
     t.teardown(() => started.db.destroy())
     t.equal(started.generatedAdmin, undefined, 'nothing to print: the password was given')
     t.equal(started.config.JWT_SECRET, secret)

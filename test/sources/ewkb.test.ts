@@ -1,7 +1,7 @@
 // multiPolygonEwkb writes what wkx's own MultiPolygon writer writes, holes and altitude included.
 import t from 'tap'
 import wkx from 'wkx'
-import { multiPolygonEwkb } from '../../src/sources/geojson.js'
+import { multiPolygonEwkb } from '../../src/db/ewkb.js'
 
 t.test('byte for byte wkx.MultiPolygon#toEwkb, SRID 4326, altitude dropped', async (t) => {
   const polygons = [

@@ -177,3 +177,12 @@ t.test('odd ids on GET and DELETE: 400 or 404, never a 500', async (t) => {
     }
   }
 })
+
+t.test('U+0000, which PostgreSQL text cannot hold, is a 400 naming the field, in a feature id and a login e-mail', async (t) => {
+  const res = await postRaw(rawBody('nul \u0000 id', ['[40,40]', '[41,40]', '[41,41]', '[40,41]', '[40,40]']))
+  t.equal(res.statusCode, 400, res.body)
+  t.match(res.json(), { code: 'INVALID_GEOJSON', details: [{ pointer: '/features/0/id', message: /U\+0000/ }] })
+  const login = await app.inject({ method: 'POST', url: '/token', payload: { email: 'a\u0000@example.org', password: 'x' } })
+  t.equal(login.statusCode, 400, login.body)
+  t.match(login.json(), { code: 'VALIDATION_FAILED', details: [{ pointer: '/email' }] })
+})

@@ -2,7 +2,8 @@
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { DeleteResponseSchema, SourceFeatureSchema } from '../../src/sources/sources.schema.js'
-import { build, collection, feature, session, expectError } from '../helper.js'
+import { sql } from 'kysely'
+import { build, collection, fastPath, feature, session, expectError } from '../helper.js'
 
 const ctx = await build(t)
 const { app } = ctx
@@ -45,6 +46,28 @@ t.test('GET returns a GeoJSON Feature with the stored geometry and properties', 
     })
     // ~0.0765° × 0.1° near 50°N: about 5.48 km × 11.1 km.
     t.ok(body.properties.area_m2 > 60_000_000 && body.properties.area_m2 < 61_500_000, `geodesic area ${body.properties.area_m2}`)
+  }
+})
+
+t.test('the GET body, spliced together for speed, is exactly what its schema says, whatever the strings and times', async (t) => {
+  const odd = ['quote " back \\ slash', 'line\u2028separator\u2029', 'control \u0001 and \u001f', 'émoji 😀 and 中文', '</script><b>', ' ']
+  const periods = [['2024-01-01T00:00:00.000001Z', '2024-01-01T00:00:00.1Z'], ['1900-01-01', '2099-12-31T23:59:59.999999Z'], ['2024-02-29T12:30:00+05:45', '2024-03-01T00:00:00-00:30']]
+  for (const [i, featureId] of odd.entries()) {
+    const [start, end] = periods[i % periods.length] as [string, string]
+    const created = await app.inject({ method: 'POST', url: '/sources', headers: editorA.headers, payload: collection(feature(featureId, { coordinates, start, end })) })
+    // Messages name the case by number: a raw U+2028 in a message would break the TAP stream.
+    t.equal(created.statusCode, 201, `case ${i} created`)
+    const res = await get(created.json().id, editorA.headers)
+    const body = JSON.parse(res.body)
+    t.ok(Value.Check(SourceFeatureSchema, body), `case ${i}: body matches its schema`)
+    const expected = await sql<{ start_at: string, end_at: string }>`
+      SELECT to_json(lower(period))#>>'{}' AS start_at, to_json(upper(period))#>>'{}' AS end_at FROM sources WHERE id = ${created.json().id}`.execute(ctx.db)
+    const row = expected.rows[0] as { start_at: string, end_at: string }
+    t.equal(body.properties.feature_id, featureId, 'the feature id comes back byte for byte')
+    t.equal(Date.parse(body.properties.start_at), Date.parse(row.start_at), 'start_at is the stored instant')
+    const fraction = (/\.(\d+)/.exec(row.start_at)?.[1] ?? '').replace(/0+$/, '')
+    t.equal(body.properties.start_at.slice(19), fraction === '' ? 'Z' : `.${fraction}Z`, 'with its fraction of a second, trailing zeros dropped')
+    t.equal(Date.parse(body.properties.end_at), Date.parse(row.end_at))
   }
 })
 
@@ -118,7 +141,9 @@ t.test('concurrent GETs, coalesced into shared queries, each get their own answe
   db.executeQuery = (async (q: Parameters<typeof executeQuery>[0]) => { queries++; return executeQuery(q) }) as typeof db.executeQuery
   const results = await Promise.all(reads.map((r) => ctx1.app.inject({ method: 'GET', url: `/sources/?id=${r.id}`, headers: r.headers })))
   db.executeQuery = executeQuery
-  t.ok(queries > 0 && queries <= 5, `${reads.length} reads in ${queries} queries`)
+  // The fast path batches them; the plain path runs each alone (and through Kysely's builder,
+  // which this count does not see): the answers below must be the same either way.
+  if (fastPath) t.ok(queries > 0 && queries <= 5, `${reads.length} reads in ${queries} queries`)
   results.forEach((res, i) => {
     const r = reads[i] as typeof reads[number]
     t.equal(res.statusCode, r.expect, `${r.id} for ${r.headers.authorization === a.headers.authorization ? 'org-a' : 'org-b'}`)

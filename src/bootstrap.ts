@@ -1,0 +1,82 @@
+// Start-up, before the app exists: open the database (db/open.ts) and make the configuration
+// complete. On the PostGIS server, migrations stay an explicit `make migrate` and JWT_SECRET must
+// be given. On the embedded PostGIS (no DATABASE_URL), the database migrates itself, a JWT secret
+// is generated once and kept beside the data, and a first admin is created when there is none.
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import type { Kysely } from 'kysely'
+import { type AppConfig, type Config, ConfigError } from './config.js'
+import type { Database } from './db/database.js'
+import { migrate } from './db/migrate.js'
+import { type OpenedDatabase, openDatabase } from './db/open.js'
+import { hasAnyAccount, insertAccount } from './accounts/accounts.repository.js'
+import { hashPassword } from './accounts/passwords.js'
+
+interface Log { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }
+
+export interface Started {
+  db: Kysely<Database>
+  /** The configuration with its JWT secret: what buildApp takes. */
+  config: AppConfig
+  kind: OpenedDatabase['kind']
+  /** Set when the first admin's password was generated: shown once to the operator. */
+  generatedAdmin?: { email: string, password: string }
+}
+
+async function embeddedSecret (dir: string): Promise<string> {
+  const file = join(dir, 'jwt-secret')
+  try {
+    return (await readFile(file, 'utf8')).trim()
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err
+  }
+  const secret = randomBytes(48).toString('base64')
+  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' })
+  return secret
+}
+
+async function firstAdmin (db: Kysely<Database>, config: Config): Promise<Started['generatedAdmin'] | undefined> {
+  if (await hasAnyAccount(db)) return undefined
+  const email = config.ADMIN_EMAIL ?? 'admin@localhost'
+  const password = config.ADMIN_PASSWORD ?? randomBytes(18).toString('base64url')
+  await insertAccount(db, { email, role: 'admin', organisation: config.ADMIN_ORG, passwordHash: await hashPassword(password) })
+  return config.ADMIN_PASSWORD === undefined ? { email, password } : undefined
+}
+
+export async function bootstrap (config: Config, log: Log): Promise<Started> {
+  if (config.DATABASE_URL !== undefined) {
+    const jwtSecret = config.JWT_SECRET
+    if (jwtSecret === undefined) {
+      throw new ConfigError('invalid configuration: env must have required property \'JWT_SECRET\' when DATABASE_URL is set (at least 32 bytes: openssl rand -base64 48)')
+    }
+    const opened = await openDatabase(config, { onPoolError: (err) => log.warn({ err }, 'database connection lost') })
+    log.info({ backend: 'server', database: opened.description }, `using the ${opened.description} (migrations: make migrate)`)
+    return { db: opened.db, kind: 'server', config: Object.freeze({ ...config, JWT_SECRET: jwtSecret }) }
+  }
+
+  const started = performance.now()
+  const firstStart = !existsSync(join(config.DATA_DIR, 'pgdata'))
+  log.info({ dataDir: resolve(config.DATA_DIR), firstStart }, firstStart
+    ? 'embedded PostGIS: creating the database (first start; about half a minute)'
+    : 'embedded PostGIS: opening the database')
+  const opened = await openDatabase(config)
+  const dir = opened.dir as string
+  try {
+    if (opened.tookOverFromPid !== undefined) {
+      log.warn({ dataDir: dir, previousPid: opened.tookOverFromPid }, 'took over the data directory from a process that had died holding it')
+    }
+    const openMs = Math.round(performance.now() - started)
+    const { applied } = await migrate(opened.db, undefined, (name) => {
+      log.info({ migration: name, elapsedMs: Math.round(performance.now() - started) }, `embedded PostGIS: applying ${name}${name.startsWith('001_') ? ' (installs PostGIS: the slow step)' : ''}`)
+    })
+    const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(dir)
+    const generatedAdmin = await firstAdmin(opened.db, config)
+    log.info({ backend: 'embedded', dataDir: dir, migrationsApplied: applied, openMs, readyMs: Math.round(performance.now() - started) }, `using the ${opened.description}`)
+    return { db: opened.db, kind: 'embedded', config: Object.freeze({ ...config, JWT_SECRET: jwtSecret }), generatedAdmin }
+  } catch (err) {
+    await opened.db.destroy()
+    throw err
+  }
+}

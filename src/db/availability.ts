@@ -1,0 +1,13 @@
+// "The database is not there right now" (503, retry), told apart from "the query is wrong".
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN'])
+// SQLSTATEs of a server shutting down, starting up or out of connections; class 08 is connection errors.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
+// pg's own errors for a pool that cannot connect carry no code, only these messages.
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed|Connection refused/i
+
+export function isDatabaseUnavailable (err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  const code = (err as { code?: unknown }).code
+  if (typeof code === 'string' && (CONNECTION_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) return true
+  return UNAVAILABLE_MESSAGES.test(err.message)
+}

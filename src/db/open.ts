@@ -1,0 +1,45 @@
+// The one way to open the database, for the server, the CLI, the tests and the db plugin alike:
+// the PostGIS server at DATABASE_URL, or without it the embedded PostGIS in DATA_DIR.
+import type { Kysely } from 'kysely'
+import type { Config } from '../config.js'
+import { connect, redactUrl } from './connect.js'
+import type { Database } from './database.js'
+import { openEmbedded } from './embedded.js'
+
+export interface OpenedDatabase {
+  db: Kysely<Database>
+  kind: 'server' | 'embedded'
+  /** For logs and the CLI: which database, never a password. */
+  description: string
+  /** Embedded: the data directory, absolute. */
+  dir?: string
+  /** Embedded: the pid of a previous owner that had died holding the directory. */
+  tookOverFromPid?: number
+}
+
+export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_FAST_PATH'>
+
+export interface OpenOptions {
+  /** Embedded: create the database when there is none (default); false says there is none instead. */
+  create?: boolean
+  /** Server: pool size instead of DB_POOL_MAX (the CLI needs one or two). */
+  poolMax?: number
+  /** Server: a pooled connection was lost (the pool replaces it). */
+  onPoolError?: (err: Error) => void
+}
+
+export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = {}): Promise<OpenedDatabase> {
+  if (config.DATABASE_URL !== undefined) {
+    const db = connect({
+      url: config.DATABASE_URL,
+      poolMax: opts.poolMax ?? config.DB_POOL_MAX,
+      connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+      preparedStatements: config.DB_FAST_PATH,
+      onPoolError: opts.onPoolError
+    })
+    return { db, kind: 'server', description: `PostGIS server ${redactUrl(config.DATABASE_URL)}` }
+  }
+  const embedded = await openEmbedded(config.DATA_DIR, { create: opts.create })
+  return { db: embedded.db, kind: 'embedded', description: `embedded PostGIS in ${embedded.dir}`, dir: embedded.dir, tookOverFromPid: embedded.tookOverFromPid }
+}

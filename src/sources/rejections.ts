@@ -1,0 +1,63 @@
+// Why the database rejected a collection, per feature: after an INSERT fails on a constraint of
+// `sources`, diagnoseSources evaluates each rule for each feature, and this turns the answer into
+// a 409 (feature id and period already registered) or 422 (invalid polygon, period outside the
+// window) with a JSON pointer per offending feature. And, for schema failures, which feature a
+// pointer is in.
+import { ApiError, type ErrorDetail, summarise } from '../errors.js'
+import { constraintRule } from '../db/constraints.js'
+import { type Db, type NewSource, diagnoseSources } from './sources.repository.js'
+
+/** For a pointer into a FeatureCollection, the feature's index and client id, so errors name both. */
+export function featureOf (pointer: string, body: unknown): { feature_index?: number, feature_id?: string } {
+  const m = /^\/features\/(\d+)(?:\/|$)/.exec(pointer)
+  if (m === null) return {}
+  const index = Number(m[1])
+  const features = (body as { features?: unknown } | undefined)?.features
+  const id = Array.isArray(features) ? (features[index] as { id?: unknown } | undefined)?.id : undefined
+  return typeof id === 'string' ? { feature_index: index, feature_id: id } : { feature_index: index }
+}
+
+/**
+ * `err` from inserting `sources` for `organisation`: an ApiError naming each offending feature
+ * when a constraint of `sources` rejected them, otherwise `err` unchanged (the error handler's
+ * constraint table and its 5xx are the backstop).
+ */
+export async function explainRejection (db: Db, err: unknown, organisation: string, sources: NewSource[]): Promise<unknown> {
+  const rule = constraintRule(err)
+  if (rule === undefined || !rule.constraint.startsWith('sources_')) return err
+  const diagnoses = await diagnoseSources(db, organisation, sources)
+  const featureIdOf = (i: number): string => sources[i]?.featureId as string
+
+  if (rule.code === 'SOURCE_CONFLICT') {
+    const details: ErrorDetail[] = diagnoses.filter((d) => d.existingId !== null).map((d) => ({
+      pointer: `/features/${d.index}/id`,
+      message: `feature id "${featureIdOf(d.index)}" is already registered for an overlapping period as ${d.existingId as string}`,
+      feature_index: d.index,
+      feature_id: featureIdOf(d.index),
+      existing_id: d.existingId as string
+    }))
+    const first = details[0]
+    return new ApiError('SOURCE_CONFLICT', first !== undefined
+      ? `A source with this feature id and an overlapping period already exists: ${first.existing_id as string}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}.`
+      : rule.message, { details })
+  }
+
+  const geometry: ErrorDetail[] = diagnoses.filter((d) => !d.valid).map((d) => ({
+    pointer: d.ring === null ? `/features/${d.index}/geometry` : `/features/${d.index}/geometry/coordinates/${d.ring}`,
+    message: `invalid polygon: ${d.reason ?? 'rejected by ST_IsValid'}${d.location ? ` at [${d.location.join(', ')}]` : ''}${d.ring === null ? '' : ` (ring ${d.ring})`}`,
+    feature_index: d.index,
+    feature_id: featureIdOf(d.index),
+    ...(d.reason !== null ? { reason: d.reason } : {}),
+    ...(d.location !== null ? { location: d.location } : {}),
+    ...(d.ring !== null ? { ring: d.ring } : {})
+  }))
+  const period: ErrorDetail[] = diagnoses.filter((d) => !d.inWindow).map((d) => ({
+    pointer: `/features/${d.index}/properties`,
+    message: `the period must lie within the acceptable window [${d.windowStart}, ${d.windowEnd})`,
+    feature_index: d.index,
+    feature_id: featureIdOf(d.index)
+  }))
+  const details = [...geometry, ...period].slice(0, 100)
+  if (details.length === 0) return err
+  return new ApiError(geometry.length > 0 ? 'INVALID_GEOMETRY' : 'INVALID_PERIOD', summarise(details), { details })
+}

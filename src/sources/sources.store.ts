@@ -1,0 +1,20 @@
+// What the sources routes need from storage, and its plain implementation: each call one
+// repository function on the app's database. fast/sources-store.ts is the same interface with
+// batching and queries compiled once; app.ts picks one (DB_FAST_PATH).
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/database.js'
+import { type Scope, type SourceInsert, type SourceRow, deleteSource, findSourceById, insertSources } from './sources.repository.js'
+
+export interface SourceStore {
+  find: (id: string, scope: Scope) => Promise<SourceRow | undefined>
+  insert: (insert: SourceInsert) => Promise<void>
+  delete: (id: string, scope: Scope) => Promise<boolean>
+}
+
+export function plainSourceStore (db: Kysely<Database>): SourceStore {
+  return {
+    find: (id, scope) => findSourceById(db, id, scope),
+    insert: (insert) => insertSources(db, [insert]),
+    delete: (id, scope) => deleteSource(db, id, scope)
+  }
+}
