@@ -1,44 +1,29 @@
-// Where a GET or single-POST ratio against the naive handler comes from: the same service with
+// Where a GET or POST ratio against its baseline comes from: the same service with
 // its fast layer on and off (DB_FAST_PATH), optionally an earlier build (BENCH_BEFORE_DIR: a
 // checkout with its own built dist/), and the naive handler, each driven by autocannon over
 // random ids of GET_ROWS, autocannon over one id, and a fetch() client over random ids; in
-// BENCH_RUNS interleaved rounds, so drift hits every target alike. Prints a Markdown table.
+// BENCH_RUNS interleaved rounds, so drift hits every target alike; and 1,000-feature POSTs
+// (64 per run, timed to the last answer) against pgbench's insert of the same polygons.
+// Prints a Markdown table.
 // Usage: npm run build && node bench/get-variants.mjs
-import { execFileSync, spawn } from 'node:child_process'
-import { createServer } from 'node:net'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
-import { startPostgis } from '../scripts/postgis.mjs'
+import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { multiPolygonEwkb } from '../dist/db/ewkb.js'
+import { polygon } from './bodies.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const BEFORE = process.env.BENCH_BEFORE_DIR
 const GET_ROWS = 10_000
 const CONNECTIONS = 16
-const PASSWORD = 'bench password 1234'
-const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
 const log = (m) => process.stderr.write(`[variants] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-const freePort = () => new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)) }) })
-
-const cluster = await startPostgis({ log })
-process.on('exit', () => cluster.stop())
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
-const url = cluster.url.replace(/\/postgres$/, '/bench')
-const admin = new pg.Client({ connectionString: cluster.url }); await admin.connect()
-await admin.query('CREATE DATABASE bench'); await admin.end()
-const env = { ...process.env, DATABASE_URL: url }
-delete env.DATA_DIR
-execFileSync(process.execPath, ['dist/cli.js', 'migrate'], { env, stdio: 'inherit' })
-execFileSync(process.execPath, ['dist/cli.js', 'account', 'add', '--email', 'bench@example.org', '--org', 'bench', '--role', 'editor', '--password-stdin'], { env, input: PASSWORD, stdio: ['pipe', 'inherit', 'inherit'] })
-const db = new pg.Client({ connectionString: url }); await db.connect()
-const accountId = (await db.query(`SELECT id FROM accounts WHERE email = 'bench@example.org'`)).rows[0].id
-await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-  SELECT 'src_' || lpad(n::text, 22, '0'), 'seed-' || n, 'bench', $1::uuid,
-    ST_MakeEnvelope((n % 3000) * 0.01 - 15, (n / 3000 % 3000) * 0.01 - 15, (n % 3000) * 0.01 - 14.995, (n / 3000 % 3000) * 0.01 - 14.995, 4326),
-    '[2024-01-01Z,2024-02-01Z)'
-  FROM generate_series(1, ${GET_ROWS}) AS n`, [accountId])
+const { url, env, db, accountId, seed } = await benchDatabase(log)
+await seed(1, GET_ROWS)
 await db.query('VACUUM (ANALYZE) sources')
 
 const startArgs = ['--max-semi-space-size=2', '--optimize-for-size']
@@ -69,24 +54,41 @@ const variants = [
   ['GET, autocannon, one id', { kind: 'get', getRows: 1 }],
   ['GET, fetch(), random ids of 10,000', { kind: 'get', getRows: GET_ROWS, client: 'fetch' }],
   ['POST 1 feature, autocannon', { kind: 'post', features: 1, vertices: 5 }],
-  ['POST 1 feature, fetch()', { kind: 'post', features: 1, vertices: 5, client: 'fetch' }]
+  ['POST 1 feature, fetch()', { kind: 'post', features: 1, vertices: 5, client: 'fetch' }],
+  ['POST 1,000 features (polygons/s)', { kind: 'post', features: 1000, vertices: 5, amount: 4 * CONNECTIONS }]
 ]
+const bulk = (scenario) => scenario.features === 1000
 const results = new Map()
 let tag = 0
 function run (target, scenario, duration) {
   const s = { url: `http://127.0.0.1:${target.port}`, connections: CONNECTIONS, duration, token: target.token, runTag: `v${Date.now().toString(36)}-${tag++}`, ...scenario }
   return JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
 }
-for (const target of targets) for (const [, scenario] of variants) run(target, scenario, 2)
+for (const target of targets) for (const [, scenario] of variants) run(target, bulk(scenario) ? { ...scenario, amount: CONNECTIONS } : scenario, 2)
 for (let round = 0; round < RUNS; round++) {
   for (const [name, scenario] of variants) {
     for (const target of targets) {
       log(`round ${round + 1}: ${target.name}: ${name}`)
       const r = run(target, scenario, DURATION)
+      if (bulk(scenario)) r.rps *= 1000
       const key = `${name}|${target.name}`
       results.set(key, [...(results.get(key) ?? []), r])
     }
   }
+}
+
+// pgbench: the service's own 1,000-row INSERT of the same polygons, 4 per client.
+const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
+const hex = multiPolygonEwkb(Array.from({ length: 1000 }, (_, i) => polygon(5, i))).toString('hex')
+const script = join(mkdtempSync(join(tmpdir(), 'variants-')), 'insert.sql')
+writeFileSync(script, `\\set n random(1, 1000000000000)
+INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_q' || lpad(CAST(CAST(:n AS bigint) * 1000 + g AS text), 21, '0') FROM generate_series(1, 1000) AS g)), unnest(ARRAY(SELECT 'pgq-' || CAST(:n AS text) || '-' || g FROM generate_series(1, 1000) AS g)), ST_Dump('\\x${hex}'::bytea::geometry), unnest(array_fill('2024-01-01T00:00:00Z'::timestamptz, ARRAY[1000])), unnest(array_fill('2024-02-01T00:00:00Z'::timestamptz, ARRAY[1000]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
+`)
+const pgbenchRates = []
+for (let round = 0; round < RUNS; round++) {
+  const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-t', '4', '-f', script, url], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
+  pgbenchRates.push(Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]) * 1000)
 }
 
 const lines = [
@@ -106,6 +108,9 @@ for (const [name] of variants) {
   const naive = targets.find((t) => t.name === 'naive')
   lines.push(`| ${name} | ${targets.map(cell).join(' | ')} | ${targets.filter((t) => t.name !== 'naive').map((t) => `${(med(t) / med(naive)).toFixed(2)}×`).join(' | ')} |`)
 }
+const pgbenchMedian = median(pgbenchRates)
+lines.push('', `pgbench, the same 1,000-row INSERT, 16 clients × 4: ${Math.round(pgbenchMedian).toLocaleString('en')} polygons/s (${pgbenchRates.map((r) => Math.round(r)).join(', ')}); ` +
+  targets.filter((t) => t.name !== 'naive').map((t) => `${t.name} ${(median(results.get(`POST 1,000 features (polygons/s)|${t.name}`).map((r) => r.rps)) / pgbenchMedian).toFixed(2)}× pgbench`).join(', '))
 process.stdout.write(`${lines.join('\n')}\n`)
 await db.end()
 process.exit(0)

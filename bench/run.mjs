@@ -9,9 +9,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { createServer } from 'node:net'
-import pg from 'pg'
-import { startPostgis } from '../scripts/postgis.mjs'
+import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { polygon } from './bodies.mjs'
 
@@ -24,48 +22,15 @@ const GET_ROWS = 10_000
 // connection and its rate is mostly rounding. Each run of it is instead a fixed number of
 // requests (autocannon amount, pgbench -t per client), timed to the last answer.
 const BULK_REQUESTS = 4 * CONNECTIONS
-const PASSWORD = 'bench password 1234'
-const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
 const log = (m) => process.stderr.write(`[bench] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function freePort () {
-  return new Promise((resolve) => {
-    const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)) })
-  })
-}
-
 // Everything here shares the cores: a machine already busy when the run starts skews every figure.
 const idleLoad = loadavg()[0]
 if (idleLoad > 0.5) log(`warning: load average ${idleLoad.toFixed(2)} before the run; other work on this machine will skew the figures`)
-const cluster = await startPostgis({ log })
-process.on('exit', () => cluster.stop())
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
-const url = cluster.url.replace(/\/postgres$/, '/bench')
-const admin = new pg.Client({ connectionString: cluster.url }); await admin.connect()
-await admin.query('CREATE DATABASE bench'); await admin.end()
-const env = { ...process.env, DATABASE_URL: url }
-delete env.DATA_DIR
-execFileSync(process.execPath, ['dist/cli.js', 'migrate'], { env, stdio: 'inherit' })
-execFileSync(process.execPath, ['dist/cli.js', 'account', 'add', '--email', 'bench@example.org', '--org', 'bench', '--role', 'editor', '--password-stdin'], { env, input: PASSWORD, stdio: ['pipe', 'inherit', 'inherit'] })
-const db = new pg.Client({ connectionString: url }); await db.connect()
-const accountId = (await db.query(`SELECT id FROM accounts WHERE email = 'bench@example.org'`)).rows[0].id
+const { url, env, db, accountId, seed } = await benchDatabase(log)
 
-// Seeded ids are src_ + the row number padded to 22 digits (valid base62), so pgbench and the
-// load generator can pick existing rows without a lookup.
-async function seed (from, count) {
-  const t0 = Date.now()
-  for (let start = from; start < from + count; start += 100_000) {
-    const end = Math.min(start + 100_000, from + count) - 1
-    await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-      SELECT 'src_' || lpad(n::text, 22, '0'), 'seed-' || n, 'bench', $3::uuid,
-        ST_MakeEnvelope((n % 3000) * 0.01 - 15, (n / 3000 % 3000) * 0.01 - 15, (n % 3000) * 0.01 - 14.995, (n / 3000 % 3000) * 0.01 - 14.995, 4326),
-        '[2024-01-01Z,2024-02-01Z)'
-      FROM generate_series($1::bigint, $2::bigint) AS n`, [start, end, accountId])
-  }
-  log(`seeded ${count} rows from ${from} in ${Date.now() - t0} ms`)
-}
 // Before each measured set, for the service and its baselines alike: dead rows of the previous
 // scenario vacuumed, statistics fresh, dirty pages written, so neither autovacuum nor a checkpoint
 // lands in the middle of one target's runs and not the other's.

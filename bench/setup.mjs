@@ -1,0 +1,45 @@
+// What every benchmark starts from: a throwaway PostGIS, a `bench` database migrated with the
+// CLI, an editor account, and SQL seeding of sources whose ids are src_ + the row number padded
+// to 22 digits (valid base62), so load generators and pgbench pick existing rows without a lookup.
+import { execFileSync } from 'node:child_process'
+import { createServer } from 'node:net'
+import pg from 'pg'
+import { startPostgis } from '../scripts/postgis.mjs'
+
+export const PASSWORD = 'bench password 1234'
+export const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
+
+export function freePort () {
+  return new Promise((resolve) => {
+    const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)) })
+  })
+}
+
+/** Starts the cluster (stopped on exit) and returns { url, env, db, accountId, seed }. */
+export async function benchDatabase (log) {
+  const cluster = await startPostgis({ log })
+  process.on('exit', () => cluster.stop())
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130))
+  const url = cluster.url.replace(/\/postgres$/, '/bench')
+  const admin = new pg.Client({ connectionString: cluster.url }); await admin.connect()
+  await admin.query('CREATE DATABASE bench'); await admin.end()
+  const env = { ...process.env, DATABASE_URL: url }
+  delete env.DATA_DIR
+  execFileSync(process.execPath, ['dist/cli.js', 'migrate'], { env, stdio: 'inherit' })
+  execFileSync(process.execPath, ['dist/cli.js', 'account', 'add', '--email', 'bench@example.org', '--org', 'bench', '--role', 'editor', '--password-stdin'], { env, input: PASSWORD, stdio: ['pipe', 'inherit', 'inherit'] })
+  const db = new pg.Client({ connectionString: url }); await db.connect()
+  const accountId = (await db.query(`SELECT id FROM accounts WHERE email = 'bench@example.org'`)).rows[0].id
+  async function seed (from, count) {
+    const t0 = Date.now()
+    for (let start = from; start < from + count; start += 100_000) {
+      const end = Math.min(start + 100_000, from + count) - 1
+      await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+        SELECT 'src_' || lpad(n::text, 22, '0'), 'seed-' || n, 'bench', $3::uuid,
+          ST_MakeEnvelope((n % 3000) * 0.01 - 15, (n / 3000 % 3000) * 0.01 - 15, (n % 3000) * 0.01 - 14.995, (n / 3000 % 3000) * 0.01 - 14.995, 4326),
+          '[2024-01-01Z,2024-02-01Z)'
+        FROM generate_series($1::bigint, $2::bigint) AS n`, [start, end, accountId])
+    }
+    log(`seeded ${count} rows from ${from} in ${Date.now() - t0} ms`)
+  }
+  return { url, env, db, accountId, seed }
+}
