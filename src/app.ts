@@ -18,6 +18,7 @@ import largeBodiesPlugin from './plugins/large-bodies.js'
 import healthRoutes from './health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
+import featuresRoutes from './features/features.routes.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -76,7 +77,9 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
     : plainSourceStore(db)
   await app.register(sourcesRoutes, { config, store: sourceStore })
-  app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async () => app.swagger())
+  await app.register(featuresRoutes, { store: sourceStore })
+  app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/vnd.oai.openapi+json;version=3.0').send(app.swagger()))
 
   return app
 }

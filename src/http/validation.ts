@@ -26,6 +26,9 @@ export function validationDetails (issues: ValidationIssue[], context: string | 
       message = 'is required'
     } else if (issue.keyword === 'const') {
       message = `must be ${JSON.stringify(issue.params.allowedValue)}`
+    } else if (issue.keyword === 'additionalProperties') {
+      pointer += `/${String(issue.params.additionalProperty)}`
+      message = 'is not a parameter of this endpoint'
     } else if (issue.keyword === 'enum') {
       message = `must be one of ${JSON.stringify(issue.params.allowedValues)}`
     }

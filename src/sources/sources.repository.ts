@@ -147,3 +147,97 @@ export async function deleteSource (db: Db, id: string, scope: Scope): Promise<b
   const r = await deleteSourceQuery(db, id, scope).executeTakeFirst()
   return r.numDeletedRows > 0n
 }
+
+// Listing (OGC API – Features items): filters, a stable order and keyset paging.
+
+export type SortField = 'id' | 'created_at' | 'start_at' | 'end_at'
+
+export interface ListFilter {
+  /** CRS84; west > east crosses the antimeridian. */
+  bbox?: { west: number, south: number, east: number, north: number }
+  /** An instant (start_at ≤ at < end_at) or a closed interval with open ends allowed; ISO 8601. */
+  datetime?: { at?: string, from?: string, to?: string }
+  featureId?: string
+  organisation?: string
+}
+
+export interface ListPage {
+  sort: { field: SortField, descending: boolean }
+  /** The sort value and id of the last row already seen. */
+  after?: { value: string, id: string }
+  limit: number
+}
+
+const SORT_EXPRESSIONS: Record<SortField, Expression<string>> = {
+  id: sql<string>`id`,
+  created_at: sql<string>`created_at`,
+  start_at: sql<string>`lower(period)`,
+  end_at: sql<string>`upper(period)`
+}
+
+/** The sort value of a row as the cursor keeps it: the API's own string for it. */
+export const sortValue = (row: SourceRow, field: SortField): string => row[field]
+
+function envelope (west: number, south: number, east: number, north: number) {
+  return sql`ST_MakeEnvelope(${west}::float8, ${south}::float8, ${east}::float8, ${north}::float8, 4326)`
+}
+
+function filtered (db: Db, scope: Scope, filter: ListFilter) {
+  let q = db.selectFrom('sources')
+  if (scope !== 'all') q = q.where('organisation', '=', scope.organisation)
+  if (filter.organisation !== undefined) q = q.where('organisation', '=', filter.organisation)
+  if (filter.featureId !== undefined) q = q.where('feature_id', '=', filter.featureId)
+  const { bbox, datetime } = filter
+  if (bbox !== undefined) {
+    // The query's envelope is transformed, never the column, so sources_geom_gist decides; a
+    // box across the antimeridian is its two halves.
+    const boxes = bbox.west <= bbox.east
+      ? [envelope(bbox.west, bbox.south, bbox.east, bbox.north)]
+      : [envelope(bbox.west, bbox.south, 180, bbox.north), envelope(-180, bbox.south, bbox.east, bbox.north)]
+    q = q.where(({ or }) => or(boxes.map((b) => sql<boolean>`(geom && ${b} AND ST_Intersects(geom, ${b}))`)))
+  }
+  if (datetime?.at !== undefined) q = q.where(sql<boolean>`period @> ${datetime.at}::timestamptz`)
+  else if (datetime?.from !== undefined || datetime?.to !== undefined) {
+    q = q.where(sql<boolean>`period && tstzrange(${datetime.from ?? null}::timestamptz, ${datetime.to ?? null}::timestamptz, '[]')`)
+  }
+  return q
+}
+
+/** Up to page.limit + 1 rows (the extra one says there is a next page), in the page's order. */
+export async function listSources (db: Db, scope: Scope, filter: ListFilter, page: ListPage): Promise<SourceRow[]> {
+  const key = SORT_EXPRESSIONS[page.sort.field]
+  const direction = page.sort.descending ? sql`DESC` : sql`ASC`
+  let q = filtered(db, scope, filter)
+    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+  const after = page.after
+  if (after !== undefined) {
+    const cast = page.sort.field === 'id' ? sql`::text` : sql`::timestamptz`
+    q = page.sort.descending
+      ? q.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
+      : q.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
+  }
+  return q.orderBy(sql`${key} ${direction}, id ${direction}`).limit(page.limit + 1).execute()
+}
+
+/** The number of matching sources when it is at most `cap`, else undefined (too many to count cheaply). */
+export async function countSources (db: Db, scope: Scope, filter: ListFilter, cap: number): Promise<number | undefined> {
+  const inner = filtered(db, scope, filter).select(sql`1`.as('one')).limit(cap + 1)
+  const row = await db.selectFrom(inner.as('matching')).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
+  const n = Number(row.n)
+  return n > cap ? undefined : n
+}
+
+export interface SourcesExtent { bbox: [number, number, number, number] | null, interval: [string | null, string | null] }
+
+/** The bounding box and time span of the sources in a scope (nulls when there are none). */
+export async function sourcesExtent (db: Db, scope: Scope): Promise<SourcesExtent> {
+  const row = await filtered(db, scope, {})
+    .select([
+      sql<number | null>`ST_XMin(ST_Extent(geom))`.as('xmin'), sql<number | null>`ST_YMin(ST_Extent(geom))`.as('ymin'),
+      sql<number | null>`ST_XMax(ST_Extent(geom))`.as('xmax'), sql<number | null>`ST_YMax(ST_Extent(geom))`.as('ymax'),
+      isoUtc(sql`min(lower(period))`).as('start'), isoUtc(sql`max(upper(period))`).as('end')
+    ])
+    .executeTakeFirstOrThrow()
+  const bbox = row.xmin === null || row.ymin === null || row.xmax === null || row.ymax === null ? null : [row.xmin, row.ymin, row.xmax, row.ymax] as [number, number, number, number]
+  return { bbox, interval: [row.start, row.end] }
+}

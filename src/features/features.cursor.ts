@@ -1,0 +1,35 @@
+// The opaque cursor of a `next` link: the sort value and id of the last row of the page, and a
+// digest of the query it belongs to. Keyset paging: page 1,000 costs what page 1 costs, and a
+// client paging while others write never sees a row twice nor misses one that existed
+// throughout. A cursor that does not decode, or belongs to another query, is a 400.
+import { createHash } from 'node:crypto'
+import type { ListFilter, SortField } from '../sources/sources.repository.js'
+
+interface CursorBody { v: string, i: string, q: string }
+
+/** What a cursor is bound to: the filter and the order (not the limit, which may change). */
+export function queryDigest (filter: ListFilter, sort: { field: SortField, descending: boolean }): string {
+  return createHash('sha256').update(JSON.stringify({ filter, sort })).digest('base64url').slice(0, 16)
+}
+
+export function encodeCursor (value: string, id: string, digest: string): string {
+  return Buffer.from(JSON.stringify({ v: value, i: id, q: digest } satisfies CursorBody)).toString('base64url')
+}
+
+/** The position a cursor holds, or an error message. */
+export function decodeCursor (cursor: string, digest: string, field: SortField): { value: string, id: string } | string {
+  let body: unknown
+  try {
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {
+    return 'is not a cursor of this service: follow the next link as given'
+  }
+  const { v, i, q } = (body ?? {}) as Partial<CursorBody>
+  if (typeof v !== 'string' || typeof i !== 'string' || typeof q !== 'string' || !/^src_[0-9A-Za-z]{1,64}$/.test(i)) {
+    return 'is not a cursor of this service: follow the next link as given'
+  }
+  if (q !== digest) return 'belongs to another query (other filters or order): start again without it'
+  if (field !== 'id' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(v)) return 'is not a cursor of this service: follow the next link as given'
+  if (field === 'id' && !/^src_[0-9A-Za-z]{1,64}$/.test(v)) return 'is not a cursor of this service: follow the next link as given'
+  return { value: v, id: i }
+}

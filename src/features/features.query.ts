@@ -1,0 +1,118 @@
+// The query parameters of /collections/sources/items, parsed strictly: every bad value is a 400
+// detail whose pointer names the parameter ("?bbox"), never a 500. The route schema has checked
+// that only known parameters are present and that each is a single string.
+import type { ErrorDetail } from '../errors.js'
+import { parseDateTime } from '../sources/datetime.js'
+import type { ListFilter, SortField } from '../sources/sources.repository.js'
+
+export const MAX_LIMIT = 10_000
+export const DEFAULT_LIMIT = 100
+export const SORT_FIELDS: readonly SortField[] = ['id', 'created_at', 'start_at', 'end_at']
+
+export interface ItemsQuery {
+  bbox?: string
+  datetime?: string
+  limit?: string
+  cursor?: string
+  sortby?: string
+  feature_id?: string
+  organisation?: string
+  f?: string
+}
+
+export interface ParsedItems {
+  filter: ListFilter
+  sort: { field: SortField, descending: boolean }
+  limit: number
+  /** The sort key of the last row of the previous page. */
+  after?: { value: string, id: string }
+}
+
+// A plain decimal number: no hex, no "Infinity", no empty string (Number() takes all of those).
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+function parseBbox (text: string, details: ErrorDetail[]): ListFilter['bbox'] {
+  const parts = text.split(',')
+  if (parts.length === 6) {
+    details.push({ pointer: '?bbox', message: '6 numbers (a box with heights) are not supported: give minLon,minLat,maxLon,maxLat in CRS84' })
+    return undefined
+  }
+  if (parts.length !== 4 || !parts.every((p) => DECIMAL.test(p.trim()))) {
+    details.push({ pointer: '?bbox', message: 'must be 4 numbers: minLon,minLat,maxLon,maxLat (CRS84)' })
+    return undefined
+  }
+  const [w, s, e, n] = parts.map((p) => Number(p.trim()) + 0) as [number, number, number, number]
+  if (![w, s, e, n].every(Number.isFinite)) details.push({ pointer: '?bbox', message: 'must hold finite numbers' })
+  else if ([w, e].some((x) => x < -180 || x > 180)) details.push({ pointer: '?bbox', message: 'longitudes must lie in [-180, 180]' })
+  else if ([s, n].some((y) => y < -90 || y > 90)) details.push({ pointer: '?bbox', message: 'latitudes must lie in [-90, 90]' })
+  else if (s > n) details.push({ pointer: '?bbox', message: `minLat (${s}) must not be above maxLat (${n})` })
+  else return { west: w, south: s, east: e, north: n }
+  return undefined
+}
+
+function parseDatetime (text: string, details: ErrorDetail[]): ListFilter['datetime'] {
+  const instant = (part: string, which: string): string | null | undefined => {
+    if (part === '..' || part === '') return null
+    // GDAL's OAPIF driver (3.6) sends a date alone as "2024-05-01T": read it as the date.
+    const parsed = parseDateTime(/^\d{4}-\d{2}-\d{2}T$/.test(part) ? part.slice(0, -1) : part)
+    if (typeof parsed === 'string') {
+      details.push({ pointer: '?datetime', message: `${which} ${JSON.stringify(part)} ${parsed}` })
+      return undefined
+    }
+    return parsed.iso
+  }
+  const parts = text.split('/')
+  if (parts.length === 1) {
+    if (text === '..' || text === '') {
+      details.push({ pointer: '?datetime', message: 'must be an instant (2024-05-01T12:00:00Z) or an interval (a/b, ../b, a/..)' })
+      return undefined
+    }
+    const at = instant(text, 'the instant')
+    return at == null ? undefined : { at }
+  }
+  if (parts.length !== 2) {
+    details.push({ pointer: '?datetime', message: 'an interval has one "/": start/end, with ".." or nothing for an open end' })
+    return undefined
+  }
+  const start = instant(parts[0] as string, 'the start')
+  const end = instant(parts[1] as string, 'the end')
+  if (start === undefined || end === undefined) return undefined
+  if (start === null && end === null) {
+    details.push({ pointer: '?datetime', message: 'an interval needs at least one end: a/.., ../b or a/b' })
+    return undefined
+  }
+  if (start !== null && end !== null && Date.parse(start) > Date.parse(end)) {
+    details.push({ pointer: '?datetime', message: 'the start of the interval is after its end' })
+    return undefined
+  }
+  return { ...(start !== null ? { from: start } : {}), ...(end !== null ? { to: end } : {}) }
+}
+
+/** Parses the query; `details` is non-empty when anything is wrong (then the result is unused). */
+export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: ParsedItems, details: ErrorDetail[] } {
+  const details: ErrorDetail[] = []
+  const filter: ListFilter = {}
+  if (q.bbox !== undefined) filter.bbox = parseBbox(q.bbox, details)
+  if (q.datetime !== undefined) filter.datetime = parseDatetime(q.datetime, details)
+  if (q.feature_id !== undefined) filter.featureId = q.feature_id
+  if (q.organisation !== undefined) {
+    if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
+    else filter.organisation = q.organisation
+  }
+  if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json or geojson' })
+
+  let limit = DEFAULT_LIMIT
+  if (q.limit !== undefined) {
+    if (!/^\d{1,15}$/.test(q.limit) || Number(q.limit) < 1) details.push({ pointer: '?limit', message: `must be a whole number from 1 to ${MAX_LIMIT} (larger values are lowered to ${MAX_LIMIT})` })
+    else limit = Math.min(Number(q.limit), MAX_LIMIT)
+  }
+
+  let sort: ParsedItems['sort'] = { field: 'id', descending: false }
+  if (q.sortby !== undefined) {
+    const m = /^([+-]?)([a-z_]+)$/.exec(q.sortby.trim())
+    const field = m?.[2] as SortField | undefined
+    if (m === null || field === undefined || !SORT_FIELDS.includes(field)) details.push({ pointer: '?sortby', message: `must be one of ${SORT_FIELDS.join(', ')}, with "-" in front for descending` })
+    else sort = { field, descending: m[1] === '-' }
+  }
+  return { parsed: { filter, sort, limit }, details }
+}

@@ -1,0 +1,177 @@
+// OGC API – Features (Part 1: Core, GeoJSON, OpenAPI 3.0) over the sources: the landing page,
+// conformance, the `sources` collection and its items, so GIS clients (QGIS, GDAL's OAPIF
+// driver) open the registry like any feature service. The landing page and conformance reveal
+// no data and need no token; the collection, its extent and its items are scoped like
+// GET /sources/?id= (an organisation's own sources; admins all, or one organisation). Every
+// link is absolute (GDAL 3.6 resolves relative ones wrongly).
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ApiError, errorResponses, summarise } from '../errors.js'
+import type { AuthenticatedAccount } from '../plugins/auth.js'
+import { featureJson } from '../sources/sources.routes.js'
+import { type Scope, countSources, listSources, sortValue, sourcesExtent } from '../sources/sources.repository.js'
+import type { SourceStore } from '../sources/sources.store.js'
+import { SourceFeatureSchema } from '../sources/sources.schema.js'
+import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
+import { parseItemsQuery } from './features.query.js'
+import { CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemsQuerySchema, LandingSchema, SOURCE_PROPERTIES_SCHEMA } from './features.schema.js'
+
+const GEOJSON = 'application/geo+json'
+const OPENAPI = 'application/vnd.oai.openapi+json;version=3.0'
+const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
+const CONFORMANCE = [
+  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
+  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
+  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'
+]
+// numberMatched is given when the matching sources can be counted up to this many; beyond, it is
+// left out (OGC allows that) rather than counting a million rows per page.
+const COUNT_CAP = 100_000
+
+function scopeOf (account: AuthenticatedAccount): Scope {
+  return account.role === 'admin' ? 'all' : { organisation: account.organisation }
+}
+
+/** The service's own absolute base URL as the client reached it (X-Forwarded-* with TRUST_PROXY). */
+const baseOf = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
+
+/** 406 unless the client accepts GeoJSON or JSON (or anything). */
+function negotiate (request: FastifyRequest): void {
+  const accept = request.headers.accept
+  if (accept === undefined || accept.trim() === '') return
+  const ok = accept.split(',').some((part) => {
+    const type = (part.split(';')[0] ?? '').trim().toLowerCase()
+    const q = /;\s*q=([\d.]+)/.exec(part)?.[1]
+    return (q === undefined || Number(q) > 0) && ['application/geo+json', 'application/json', 'application/*', '*/*'].includes(type)
+  })
+  if (!ok) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: this resource is ${GEOJSON} or application/json.`)
+}
+
+function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesExtent>>) {
+  return {
+    id: 'sources',
+    title: 'Sources',
+    description: 'Registered areas (Polygons) with their validity periods [start_at, end_at).',
+    itemType: 'feature' as const,
+    crs: [CRS84],
+    extent: {
+      spatial: { bbox: extent.bbox === null ? [] : [extent.bbox], crs: CRS84 },
+      temporal: { interval: [extent.interval], trs: 'http://www.opengis.net/def/uom/ISO-8601/0/Gregorian' }
+    },
+    links: [
+      { href: `${base}/collections/sources`, rel: 'self', type: 'application/json', title: 'This collection' },
+      { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
+      { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: 'application/schema+json', title: 'JSON Schema of the properties' }
+    ]
+  }
+}
+
+const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore }> = async (app, { store }) => {
+  app.get('/', {
+    schema: { summary: 'OGC API landing page', tags: ['OGC API – Features'], response: { 200: LandingSchema } }
+  }, async (request) => {
+    const base = baseOf(request)
+    return {
+      title: 'Source Registry',
+      description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token).',
+      links: [
+        { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
+        { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI, title: 'The OpenAPI definition' },
+        { href: `${base}/conformance`, rel: 'conformance', type: 'application/json', title: 'Conformance classes' },
+        { href: `${base}/collections`, rel: 'data', type: 'application/json', title: 'The collections' }
+      ]
+    }
+  })
+
+  app.get('/conformance', {
+    schema: { summary: 'Conformance classes', tags: ['OGC API – Features'], response: { 200: ConformanceSchema } }
+  }, async () => ({ conformsTo: CONFORMANCE }))
+
+  app.get('/collections', {
+    onRequest: [app.authenticate],
+    schema: { summary: 'The collections', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+  }, async (request) => {
+    const base = baseOf(request)
+    return {
+      collections: [collectionDoc(base, await sourcesExtent(app.db, scopeOf(request.account)))],
+      links: [{ href: `${base}/collections`, rel: 'self', type: 'application/json' }]
+    }
+  })
+
+  app.get('/collections/sources', {
+    onRequest: [app.authenticate],
+    schema: { summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+  }, async (request) => collectionDoc(baseOf(request), await sourcesExtent(app.db, scopeOf(request.account))))
+
+  app.get('/collections/sources/schema', {
+    onRequest: [app.authenticate],
+    schema: { summary: 'JSON Schema of the properties of a source', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }] }
+  }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
+
+  app.get('/collections/sources/items', {
+    onRequest: [app.authenticate],
+    schema: {
+      summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
+      tags: ['OGC API – Features'],
+      security: [{ bearerAuth: [] }],
+      querystring: ItemsQuerySchema,
+      response: { ...errorResponses(400, 401, 406, 429, 500, 503) }
+    }
+  }, async (request, reply) => {
+    negotiate(request)
+    const account = request.account
+    const { parsed, details } = parseItemsQuery(request.query, account.role === 'admin')
+    const digest = queryDigest(parsed.filter, parsed.sort)
+    if (request.query.cursor !== undefined && details.length === 0) {
+      const after = decodeCursor(request.query.cursor, digest, parsed.sort.field)
+      if (typeof after === 'string') details.push({ pointer: '?cursor', message: after })
+      else parsed.after = after
+    }
+    if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+
+    const scope = scopeOf(account)
+    const [rows, matched] = await Promise.all([
+      listSources(app.db, scope, parsed.filter, { sort: parsed.sort, after: parsed.after, limit: parsed.limit }),
+      countSources(app.db, scope, parsed.filter, COUNT_CAP)
+    ])
+    const page = rows.slice(0, parsed.limit)
+    const base = baseOf(request)
+    const self = new URL(request.url, base)
+    const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
+    const last = page[page.length - 1]
+    if (rows.length > parsed.limit && last !== undefined) {
+      const next = new URL(self)
+      next.searchParams.set('limit', String(parsed.limit))
+      next.searchParams.set('cursor', encodeCursor(sortValue(last, parsed.sort.field), last.id, digest))
+      links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+    }
+    const tail = JSON.stringify({
+      links,
+      numberReturned: page.length,
+      ...(matched !== undefined ? { numberMatched: matched } : {}),
+      timeStamp: new Date().toISOString()
+    })
+    // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text.
+    const untyped: FastifyReply = reply
+    return untyped.type(GEOJSON).send(`{"type":"FeatureCollection","features":[${page.map(featureJson).join(',')}],${tail.slice(1)}`)
+  })
+
+  app.get('/collections/sources/items/:id', {
+    onRequest: [app.authenticate],
+    schema: {
+      summary: 'One source (the same Feature as GET /sources/?id=)',
+      tags: ['OGC API – Features'],
+      security: [{ bearerAuth: [] }],
+      params: ItemParamsSchema,
+      response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 406, 429, 500, 503) }
+    }
+  }, async (request, reply) => {
+    negotiate(request)
+    const row = await store.find(request.params.id, scopeOf(request.account))
+    if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.params.id}.`)
+    const untyped: FastifyReply = reply
+    return untyped.type(GEOJSON).send(featureJson(row))
+  })
+}
+
+export default featuresRoutes
