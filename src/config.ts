@@ -33,6 +33,7 @@ export const ConfigSchema = Type.Object({
   TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800 }),
   ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status is trusted without reading the database.' }),
 
+  ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024 }),
   LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),

@@ -91,6 +91,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     TOKEN_TTL_SECONDS: 3600,
     ACCOUNT_CACHE_TTL_SECONDS: 0,
     MAX_FEATURES: 1000,
+    ITEMS_ROWS_PER_QUERY: 500,
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,
     LARGE_BODY_BYTES: 65536,
     LARGE_BODY_CONCURRENCY: 4,

@@ -4,6 +4,7 @@
 // no data and need no token; the collection, its extent and its items are scoped like
 // GET /sources/?id= (an organisation's own sources; admins all, or one organisation). Every
 // link is absolute (GDAL 3.6 resolves relative ones wrongly).
+import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
@@ -66,7 +67,7 @@ function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesE
   }
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore }> = async (app, { store }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQuery: number }> = async (app, { store, rowsPerQuery }) => {
   app.get('/', {
     schema: { summary: 'OGC API landing page', tags: ['OGC API – Features'], response: { 200: LandingSchema } }
   }, async (request) => {
@@ -130,30 +131,43 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore }> = async 
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
     const scope = scopeOf(account)
-    const [rows, matched] = await Promise.all([
-      listSources(app.db, scope, parsed.filter, { sort: parsed.sort, after: parsed.after, limit: parsed.limit }),
-      countSources(app.db, scope, parsed.filter, COUNT_CAP)
-    ])
-    const page = rows.slice(0, parsed.limit)
+    const matched = await countSources(app.db, scope, parsed.filter, COUNT_CAP)
     const base = baseOf(request)
     const self = new URL(request.url, base)
-    const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
-    const last = page[page.length - 1]
-    if (rows.length > parsed.limit && last !== undefined) {
-      const next = new URL(self)
-      next.searchParams.set('limit', String(parsed.limit))
-      next.searchParams.set('cursor', encodeCursor(sortValue(last, parsed.sort.field), last.id, digest))
-      links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+    const { filter, sort, limit } = parsed
+
+    // The page is read and sent rowsPerQuery (ITEMS_ROWS_PER_QUERY) rows at a time, each query continuing after the
+    // last row of the one before (keyset, as the cursor does), so the service holds one chunk of
+    // a 10,000-feature page at a time, and no connection while the client reads.
+    async function * body (): AsyncGenerator<string> {
+      yield '{"type":"FeatureCollection","features":['
+      let after = parsed.after
+      let returned = 0
+      let more = false
+      while (returned < limit) {
+        const want = Math.min(rowsPerQuery, limit - returned)
+        const rows = await listSources(app.db, scope, filter, { sort, after, limit: want })
+        const chunk = rows.slice(0, want)
+        if (chunk.length > 0) yield `${returned > 0 ? ',' : ''}${chunk.map(featureJson).join(',')}`
+        returned += chunk.length
+        const last = chunk[chunk.length - 1]
+        if (last !== undefined) after = { value: sortValue(last, sort.field), id: last.id }
+        more = rows.length > want
+        if (!more) break
+      }
+      const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
+      if (more && after !== undefined) {
+        const next = new URL(self)
+        next.searchParams.set('limit', String(limit))
+        next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest))
+        links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+      }
+      const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
+      yield `],${tail.slice(1)}`
     }
-    const tail = JSON.stringify({
-      links,
-      numberReturned: page.length,
-      ...(matched !== undefined ? { numberMatched: matched } : {}),
-      timeStamp: new Date().toISOString()
-    })
     // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text.
     const untyped: FastifyReply = reply
-    return untyped.type(GEOJSON).send(`{"type":"FeatureCollection","features":[${page.map(featureJson).join(',')}],${tail.slice(1)}`)
+    return untyped.type(GEOJSON).send(Readable.from(body()))
   })
 
   app.get('/collections/sources/items/:id', {

@@ -7,7 +7,7 @@ import { Value } from '@sinclair/typebox/value'
 import { SourceFeatureSchema } from '../../src/sources/sources.schema.js'
 import { CollectionSchema, ConformanceSchema, LandingSchema } from '../../src/features/features.schema.js'
 import { parseItemsQuery } from '../../src/features/features.query.js'
-import { build, collection, expectError, feature, session } from '../helper.js'
+import { backend, build, collection, expectError, feature, session } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -116,6 +116,17 @@ t.test('paging: every source exactly once, in any order, while others insert and
   const stable = [...before]
   t.same(stable.filter((id) => seen.filter((s) => s === id).length !== 1), [], 'each row that existed throughout was seen exactly once')
   await sql`DELETE FROM sources WHERE feature_id LIKE 'during-%'`.execute(db)
+})
+
+// A second app on the same database: the server backend only (an embedded directory has one owner).
+t.test('a page read in several queries (ITEMS_ROWS_PER_QUERY=3) is the same page', { skip: backend === 'embedded' ? 'server backend only' : false }, async (t) => {
+  const small = await build(t, { ITEMS_ROWS_PER_QUERY: 3 }, { url: ctx.url })
+  for (const query of ['limit=7', 'limit=7&sortby=-start_at', 'limit=6', 'limit=1', 'limit=100&bbox=0,0,1.2,1.2']) {
+    const a = (await get(`/collections/sources/items?${query}`)).json() as Page
+    const b = (await small.app.inject({ method: 'GET', url: `/collections/sources/items?${query}`, headers: editorA.headers })).json() as Page
+    t.same(b.features, a.features, `${query}: the same features`)
+    t.same([b.numberReturned, b.links.find((l) => l.rel === 'next')?.href], [a.numberReturned, a.links.find((l) => l.rel === 'next')?.href], `${query}: the same next link`)
+  }
 })
 
 t.test('bbox (across the antimeridian too) and datetime match like the equivalent SQL', async (t) => {
