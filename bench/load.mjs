@@ -37,6 +37,8 @@ const mixed = () => {
   const x = Math.random()
   return x < 0.80 ? requests.get() : x < 0.95 ? requests.post() : requests.delete()
 }
+// `paths`: GET one of the given paths at random (with the token, when there is one).
+requests.paths = () => ({ method: 'GET', path: s.paths[Math.floor(Math.random() * s.paths.length)], headers: auth })
 const make = s.kind === 'mixed' ? mixed : requests[s.kind]
 
 const output = s.paced ? await paced() : s.client === 'fetch' ? await fetchLoop() : await closedLoop()

@@ -29,14 +29,15 @@ export async function benchDatabase (log) {
   execFileSync(process.execPath, ['dist/cli.js', 'account', 'add', '--email', 'bench@example.org', '--org', 'bench', '--role', 'editor', '--password-stdin'], { env, input: PASSWORD, stdio: ['pipe', 'inherit', 'inherit'] })
   const db = new pg.Client({ connectionString: url }); await db.connect()
   const accountId = (await db.query(`SELECT id FROM accounts WHERE email = 'bench@example.org'`)).rows[0].id
-  async function seed (from, count) {
+  // `period`: SQL for each row's tstzrange, in terms of its number n.
+  async function seed (from, count, { period = "'[2024-01-01Z,2024-02-01Z)'" } = {}) {
     const t0 = Date.now()
     for (let start = from; start < from + count; start += 100_000) {
       const end = Math.min(start + 100_000, from + count) - 1
       await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
         SELECT 'src_' || lpad(n::text, 22, '0'), 'seed-' || n, 'bench', $3::uuid,
           ST_MakeEnvelope((n % 3000) * 0.01 - 15, (n / 3000 % 3000) * 0.01 - 15, (n % 3000) * 0.01 - 14.995, (n / 3000 % 3000) * 0.01 - 14.995, 4326),
-          '[2024-01-01Z,2024-02-01Z)'
+          ${period}
         FROM generate_series($1::bigint, $2::bigint) AS n`, [start, end, accountId])
     }
     log(`seeded ${count} rows from ${from} in ${Date.now() - t0} ms`)

@@ -165,9 +165,13 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
       yield `],${tail.slice(1)}`
     }
-    // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text.
-    const untyped: FastifyReply = reply
-    return untyped.type(GEOJSON).send(Readable.from(body()))
+    // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text. A page that
+    // fits in one query is sent as one string; a larger one as a stream, chunk by chunk.
+    const untyped: FastifyReply = reply.type(GEOJSON)
+    if (limit > rowsPerQuery) return untyped.send(Readable.from(body()))
+    let text = ''
+    for await (const part of body()) text += part
+    return untyped.send(text)
   })
 
   app.get('/collections/sources/items/:id', {

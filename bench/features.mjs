@@ -1,0 +1,199 @@
+// OGC API – Features read side on BENCH_FEATURE_ROWS sources (default 1,000,000), in one run:
+// the service's /collections/sources/items against MapServer 8's OGC API (Debian's cgi-mapserver
+// as FastCGI under lighttpd, on the same table) and against pgbench running the service's own
+// statements (the capped count and the page SELECT); the first page of an unfiltered listing;
+// deep paging (page 1,000 by cursors against page 1); and a 100,000-feature export with
+// limit=10000 against ogr2ogr reading the table straight from PostGIS, with the service's peak RSS.
+// Prints Markdown. Usage: npm run build && node bench/features.mjs
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+
+const ROWS = Number(process.env.BENCH_FEATURE_ROWS ?? 1_000_000)
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const CONNECTIONS = 16
+const log = (m) => process.stderr.write(`[features] ${m}\n`)
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const out = []
+
+const { url, env, db, seed } = await benchDatabase(log)
+// Seeded boxes of 0.005° on a 0.01° grid, 3,000 a row from (-15, -15); periods of 30 days
+// starting on one of 1,461 days from 2020-01-01.
+await seed(1, ROWS, { period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
+await db.query('VACUUM (ANALYZE) sources')
+const pgUrl = new URL(url)
+
+// The service, as npm start runs it.
+const servicePort = await freePort()
+const service = spawn(process.execPath, ['--max-semi-space-size=2', '--optimize-for-size', 'dist/main.cjs'], {
+  env: { ...env, PORT: String(servicePort), NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }, stdio: ['ignore', 'ignore', 'inherit']
+})
+process.on('exit', () => service.kill())
+for (let i = 0; i < 200; i++) { try { if ((await fetch(`http://127.0.0.1:${servicePort}/ready`)).ok) break } catch {} await sleep(100) }
+const token = (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
+const base = `http://127.0.0.1:${servicePort}`
+
+// MapServer 8, OGC API on the same table (its documented FastCGI set-up, under lighttpd).
+const msDir = mkdtempSync(join(tmpdir(), 'bench-mapserver-'))
+const msPort = await freePort()
+writeFileSync(join(msDir, 'mapserver.conf'), `CONFIG\n  ENV\n    MS_MAP_PATTERN "^${msDir}/"\n  END\n  MAPS\n    "sources" "${msDir}/sources.map"\n  END\nEND\n`)
+writeFileSync(join(msDir, 'sources.map'), `MAP
+  NAME "sources"
+  EXTENT -180 -90 180 90
+  PROJECTION "init=epsg:4326" END
+  WEB
+    METADATA
+      "oga_enable_request" "*"
+      "oga_onlineresource" "http://127.0.0.1:${msPort}/mapserver/sources/ogcapi"
+      "ows_title" "sources"
+      "ows_srs" "EPSG:4326"
+      "ows_enable_request" "*"
+    END
+  END
+  LAYER
+    NAME "sources"
+    TYPE POLYGON
+    STATUS ON
+    CONNECTIONTYPE POSTGIS
+    CONNECTION "host=${pgUrl.hostname} port=${pgUrl.port} dbname=bench user=postgres"
+    DATA "geom from (select id, feature_id, organisation, geom, lower(period) as start_at, upper(period) as end_at from sources) as s using unique id using srid=4326"
+    PROCESSING "CLOSE_CONNECTION=DEFER"
+    TEMPLATE "void"
+    METADATA
+      "gml_include_items" "all"
+      "gml_featureid" "id"
+      "oga_title" "sources"
+    END
+    PROJECTION "init=epsg:4326" END
+  END
+END
+`)
+writeFileSync(join(msDir, 'lighttpd.conf'), `server.document-root = "${msDir}"
+server.port = ${msPort}
+server.bind = "127.0.0.1"
+server.modules = ("mod_fastcgi")
+server.errorlog = "${msDir}/error.log"
+fastcgi.server = ( "/mapserver" => (( "bin-path" => "/usr/lib/cgi-bin/mapserv", "socket" => "${msDir}/fcgi.sock", "check-local" => "disable", "max-procs" => 2, "bin-environment" => ("MAPSERVER_CONFIG_FILE" => "${msDir}/mapserver.conf") )) )
+`)
+const lighttpd = spawn('lighttpd', ['-D', '-f', join(msDir, 'lighttpd.conf')], { stdio: 'ignore' })
+process.on('exit', () => lighttpd.kill())
+const msItems = `http://127.0.0.1:${msPort}/mapserver/sources/ogcapi/collections/sources/items`
+for (let i = 0; i < 100; i++) { try { if ((await fetch(`${msItems}?f=json&limit=1`)).ok) break } catch {} await sleep(100) }
+
+// Random windows over the seeded area (x: -15..15, y: -15..-15 + ROWS/3000 * 0.01).
+const yRows = Math.floor(ROWS / 3000)
+const windows = (size) => Array.from({ length: 500 }, () => {
+  const x = -15 + Math.random() * (30 - size)
+  const y = -15 + Math.random() * Math.max(0.01, yRows * 0.01 - size)
+  return [x, y, x + size, y + size].map((v) => v.toFixed(4)).join(',')
+})
+const intervals = Array.from({ length: 500 }, () => {
+  const start = new Date(Date.UTC(2020, 0, 1) + Math.floor(Math.random() * 1400) * 86_400_000)
+  const end = new Date(start.getTime() + 10 * 86_400_000)
+  return `${start.toISOString().slice(0, 19)}Z/${end.toISOString().slice(0, 19)}Z`
+})
+
+function load (target, paths) {
+  const s = { url: target === 'service' ? base : `http://127.0.0.1:${msPort}`, connections: CONNECTIONS, duration: DURATION, token: target === 'service' ? token : undefined, kind: 'paths', paths }
+  const r = JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
+  log(`${target}: ${Math.round(r.rps)} req/s, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`)
+  return r
+}
+// pgbench on the service's own two statements per page: the capped count and the page SELECT.
+const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
+const pgDir = mkdtempSync(join(tmpdir(), 'bench-features-pgbench-'))
+const selectColumns = `"id", "feature_id", "organisation", "area_m2", ST_AsGeoJSON("geom", 15) as "geometry", regexp_replace(to_char(lower("period") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "start_at", regexp_replace(to_char(upper("period") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "end_at", regexp_replace(to_char("created_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "created_at"`
+function pgbench (name, setup, where) {
+  const file = join(pgDir, `${name}.sql`)
+  writeFileSync(file, `${setup}
+select count(*) as "n" from (select 1 as "one" from "sources" where "organisation" = 'bench' and ${where} limit 100001) as "matching";
+select ${selectColumns} from "sources" where "organisation" = 'bench' and ${where} order by id ASC, id ASC limit 101;
+`)
+  const rates = []
+  for (let i = 0; i < RUNS; i++) {
+    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(DURATION), '-f', file, url], { encoding: 'utf8' })
+    if (r.status !== 0) throw new Error(`pgbench ${name}: ${r.stderr}`)
+    rates.push(Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]))
+  }
+  return median(rates)
+}
+const envelope = (size) => `(geom && ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326) AND ST_Intersects(geom, ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326)))`
+const windowSetup = (size) => `\\set xi random(0, ${Math.round((30 - size) * 1000)})
+\\set yi random(0, ${Math.max(1, Math.round((yRows * 0.01 - size) * 1000))})
+\\set x -15 + :xi / 1000.0
+\\set y -15 + :yi / 1000.0`
+
+const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | service × MapServer | service × pgbench |', '|---|---|---|---|---|---|']
+for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4° window, limit=100', 0.4]]) {
+  const ws = windows(size)
+  log(name)
+  load('service', ws.slice(0, 50).map((w) => `/collections/sources/items?limit=100&bbox=${w}`))
+  const svc = median(Array.from({ length: RUNS }, () => load('service', ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)).rps))
+  const ms = median(Array.from({ length: RUNS }, () => load('mapserver', ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`)).rps))
+  const pg = pgbench(`bbox-${size}`, windowSetup(size), envelope(size))
+  table.push(`| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× |`)
+}
+{
+  log('datetime')
+  const svc = median(Array.from({ length: RUNS }, () => load('service', intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)).rps))
+  const ms = median(Array.from({ length: RUNS }, () => load('mapserver', intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`)).rps))
+  const pg = pgbench('datetime', `\\set d random(0, 1400)`, `period && tstzrange('2020-01-01Z'::timestamptz + :d * interval '1 day', '2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day', '[]')`)
+  table.push(`| datetime 10-day interval, limit=100 (MapServer ignores datetime) | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× |`)
+}
+out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} × ${DURATION} s)`, '', ...table, '')
+
+// One request at a time: latency of single pages.
+async function timed (u, headers = { authorization: `Bearer ${token}` }) {
+  const t0 = performance.now()
+  // A fresh connection each time: lighttpd closes kept-alive ones that fetch would reuse.
+  const r = await fetch(u, { headers: { ...headers, connection: 'close' } })
+  const body = await r.json()
+  return { ms: performance.now() - t0, body }
+}
+const firstService = []; const firstMs = []
+for (let i = 0; i < 5; i++) {
+  firstService.push((await timed(`${base}/collections/sources/items?limit=100`)).ms)
+  firstMs.push((await timed(`${msItems}?f=json&limit=100`, {})).ms)
+}
+const unfiltered = await timed(`${base}/collections/sources/items?limit=100`)
+out.push(`- First page of the unfiltered listing (limit=100), median of 5: service ${median(firstService).toFixed(1)} ms (numberMatched ${unfiltered.body.numberMatched === undefined ? 'omitted: over 100,000' : unfiltered.body.numberMatched}), MapServer ${median(firstMs).toFixed(1)} ms.`)
+
+// Deep paging: follow 1,000 next links of 100.
+const pageMs = []
+let next = `${base}/collections/sources/items?limit=100`
+for (let page = 1; page <= 1000 && next; page++) {
+  const { ms, body } = await timed(next)
+  pageMs.push(ms)
+  next = body.links.find((l) => l.rel === 'next')?.href
+}
+const early = median(pageMs.slice(0, 10)); const late = median(pageMs.slice(-10))
+out.push(`- Deep paging by cursor, limit=100: pages 1–10 median ${early.toFixed(1)} ms, pages 991–1,000 median ${late.toFixed(1)} ms (${(late / early).toFixed(2)}× the first).`)
+
+// Export 100,000 features (a band of whole grid rows) with limit=10000, against ogr2ogr on PG.
+const band = `-15,-15,15,${(-15 + Math.ceil(100_000 / 3000) * 0.01 - 0.001).toFixed(3)}`
+writeFileSync(`/proc/${service.pid}/clear_refs`, '5')
+let exported = 0
+const t0 = performance.now()
+next = `${base}/collections/sources/items?limit=10000&bbox=${band}`
+while (next) {
+  const r = await fetch(next, { headers: { authorization: `Bearer ${token}` } })
+  const body = await r.json()
+  exported += body.features.length
+  next = body.links.find((l) => l.rel === 'next')?.href
+}
+const apiSeconds = (performance.now() - t0) / 1000
+const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+const [w, s, e, n] = band.split(',')
+const pgT0 = performance.now()
+const ogr = spawnSync('ogr2ogr', ['-f', 'GeoJSON', '/vsistdout/', `PG:host=${pgUrl.hostname} port=${pgUrl.port} dbname=bench user=postgres`, 'sources', '-spat', w, s, e, n], { maxBuffer: 1024 * 1024 * 1024 })
+const pgSeconds = (performance.now() - pgT0) / 1000
+const ogrFeatures = (ogr.stdout.toString().match(/"type": "Feature"/g) ?? []).length
+out.push(`- Export of ${exported.toLocaleString('en')} features with limit=10000 through the API: ${apiSeconds.toFixed(1)} s, ${Math.round(exported / apiSeconds).toLocaleString('en')} features/s, service peak RSS ${Math.round(hwm)} MB (VmHWM over the export); ogr2ogr reading the same ${ogrFeatures.toLocaleString('en')} straight from PostGIS (PG driver, to GeoJSON): ${pgSeconds.toFixed(1)} s, ${Math.round(ogrFeatures / pgSeconds).toLocaleString('en')} features/s (API ${(pgSeconds / apiSeconds).toFixed(2)}× its rate).`)
+
+process.stdout.write(`${out.join('\n')}\n`)
+await db.end()
+process.exit(0)
