@@ -149,18 +149,19 @@ out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} conn
 // One request at a time: latency of single pages.
 async function timed (u, headers = { authorization: `Bearer ${token}` }) {
   const t0 = performance.now()
-  // A fresh connection each time: lighttpd closes kept-alive ones that fetch would reuse.
-  const r = await fetch(u, { headers: { ...headers, connection: 'close' } })
+  const r = await fetch(u, { headers })
   const body = await r.json()
   return { ms: performance.now() - t0, body }
 }
 const firstService = []; const firstMs = []
 for (let i = 0; i < 5; i++) {
-  firstService.push((await timed(`${base}/collections/sources/items?limit=100`)).ms)
-  firstMs.push((await timed(`${msItems}?f=json&limit=100`, {})).ms)
+  try { firstService.push((await timed(`${base}/collections/sources/items?limit=100`)).ms) } catch (err) { log(`service first page: ${err.message}`) }
+  // MapServer may still be busy with the datetime load it could not serve (it ignores datetime
+  // and counts the whole table per request): a failure is reported, not fatal.
+  try { firstMs.push((await timed(`${msItems}?f=json&limit=100`, {})).ms) } catch (err) { log(`MapServer first page: ${err.message}`) }
 }
 const unfiltered = await timed(`${base}/collections/sources/items?limit=100`)
-out.push(`- First page of the unfiltered listing (limit=100), median of 5: service ${median(firstService).toFixed(1)} ms (numberMatched ${unfiltered.body.numberMatched === undefined ? 'omitted: over 100,000' : unfiltered.body.numberMatched}), MapServer ${median(firstMs).toFixed(1)} ms.`)
+out.push(`- First page of the unfiltered listing (limit=100), median of 5: service ${firstService.length > 0 ? median(firstService).toFixed(1) : 'failed'} ms (numberMatched ${unfiltered.body.numberMatched === undefined ? 'omitted: over 100,000' : unfiltered.body.numberMatched}), MapServer ${firstMs.length > 0 ? `${median(firstMs).toFixed(1)} ms` : 'failed'}.`)
 
 // Deep paging: follow 1,000 next links of 100.
 const pageMs = []

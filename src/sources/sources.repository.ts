@@ -4,7 +4,7 @@
 // one round trip; its polygons travel as one binary EWKB MultiPolygon that ST_Dump splits back
 // into rows, in order. When the database rejects a write, diagnoseSources evaluates each
 // constraint per feature (sources/rejections.ts says which one failed).
-import { type Expression, type Kysely, type Transaction, sql } from 'kysely'
+import { type Expression, type Kysely, type RawBuilder, type Transaction, sql } from 'kysely'
 import type { Database } from '../db/database.js'
 import { multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper, stAsGeoJson } from '../db/postgis.js'
@@ -168,7 +168,7 @@ export interface ListPage {
   limit: number
 }
 
-const SORT_EXPRESSIONS: Record<SortField, Expression<string>> = {
+const SORT_EXPRESSIONS: Record<SortField, RawBuilder<string>> = {
   id: sql<string>`id`,
   created_at: sql<string>`created_at`,
   start_at: sql<string>`lower(period)`,
@@ -203,20 +203,28 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
   return q
 }
 
-/** Up to page.limit + 1 rows (the extra one says there is a next page), in the page's order. */
+/**
+ * Up to page.limit + 1 rows (the extra one says there is a next page), in the page's order. The
+ * page's ids are chosen first and only their rows are formatted: GeoJSON and dates are not made
+ * for the thousands of matches a sort passes over.
+ */
 export async function listSources (db: Db, scope: Scope, filter: ListFilter, page: ListPage): Promise<SourceRow[]> {
   const key = SORT_EXPRESSIONS[page.sort.field]
   const direction = page.sort.descending ? sql`DESC` : sql`ASC`
-  let q = filtered(db, scope, filter)
-    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+  let ids = filtered(db, scope, filter).select(['id', key.as('sort_key')])
   const after = page.after
   if (after !== undefined) {
     const cast = page.sort.field === 'id' ? sql`::text` : sql`::timestamptz`
-    q = page.sort.descending
-      ? q.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
-      : q.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
+    ids = page.sort.descending
+      ? ids.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
+      : ids.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
   }
-  return q.orderBy(sql`${key} ${direction}, id ${direction}`).limit(page.limit + 1).execute()
+  const chosen = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(page.limit + 1)
+  return db.selectFrom('sources')
+    .innerJoin(chosen.as('page'), 'page.id', 'sources.id')
+    .select((eb) => ['sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+    .orderBy(sql`page.sort_key ${direction}, page.id ${direction}`)
+    .execute()
 }
 
 /** The number of matching sources when it is at most `cap`, else undefined (too many to count cheaply). */
