@@ -79,8 +79,9 @@ server.modules = ("mod_fastcgi")
 server.errorlog = "${msDir}/error.log"
 fastcgi.server = ( "/mapserver" => (( "bin-path" => "/usr/lib/cgi-bin/mapserv", "socket" => "${msDir}/fcgi.sock", "check-local" => "disable", "max-procs" => 2, "bin-environment" => ("MAPSERVER_CONFIG_FILE" => "${msDir}/mapserver.conf") )) )
 `)
-const lighttpd = spawn('lighttpd', ['-D', '-f', join(msDir, 'lighttpd.conf')], { stdio: 'ignore' })
-process.on('exit', () => lighttpd.kill())
+// Its own process group, so that its FastCGI mapserv children are stopped with it.
+const lighttpd = spawn('lighttpd', ['-D', '-f', join(msDir, 'lighttpd.conf')], { stdio: 'ignore', detached: true })
+process.on('exit', () => { try { process.kill(-lighttpd.pid, 'SIGKILL') } catch {} })
 const msItems = `http://127.0.0.1:${msPort}/mapserver/sources/ogcapi/collections/sources/items`
 for (let i = 0; i < 100; i++) { try { if ((await fetch(`${msItems}?f=json&limit=1`)).ok) break } catch {} await sleep(100) }
 
