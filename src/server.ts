@@ -52,11 +52,11 @@ if (started.generatedAdmin !== undefined) {
 const app = await buildApp({ config: started.config, db: started.db, loggerInstance: logger })
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-  const started = performance.now()
+  const closing = performance.now()
   if (err !== undefined) app.log.error({ err }, 'fatal error, closing')
   else app.log.info({ signal }, 'closing: draining in-flight requests')
   await app.close()
-  app.log.info({ signal, drainMs: Math.round(performance.now() - started) }, 'closed')
+  app.log.info({ signal, drainMs: Math.round(performance.now() - closing) }, 'closed')
 })
 
 await app.listen({ host: config.HOST, port: config.PORT })

@@ -22,7 +22,7 @@ export interface LoginLimits {
 
 export type LoginCheck =
   | { refused: true, retryAfterSeconds: number, limit: 'pair' | 'address' }
-  | { refused: false, delayMs: number }
+  | { refused: false, delayMs: number, pairFailures: number }
 
 const FIRST_DELAY_MS = 250
 
@@ -46,7 +46,7 @@ export class LoginThrottle {
       const c = counts.get(keys[limit].key)
       if (c !== undefined && c.failures >= max) return { refused: true, retryAfterSeconds: Math.max(1, c.retryAfterSeconds), limit }
     }
-    return { refused: false, delayMs: this.delayFor(counts.get(keys.email.key)) }
+    return { refused: false, delayMs: this.delayFor(counts.get(keys.email.key)), pairFailures: counts.get(keys.pair.key)?.failures ?? 0 }
   }
 
   private delayFor (count: FailureCount | undefined): number {

@@ -55,7 +55,8 @@ const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       else request.log.info({ email }, 'login failed')
       throw new ApiError('INVALID_CREDENTIALS', WRONG_CREDENTIALS)
     }
-    await throttle.succeed(email, request.ip)
+    // Only a pair with failures has anything to forget: no write on an ordinary login.
+    if (check.pairFailures > 0) await throttle.succeed(email, request.ip)
     return app.signToken({ sub: account.id, org: account.organisation, role: account.role })
   })
 }

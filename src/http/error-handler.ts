@@ -33,7 +33,8 @@ function clientMessage (code: ErrorCode, message: string, request: FastifyReques
   }
   if (code === 'UNSUPPORTED_MEDIA_TYPE') {
     const type = request.headers['content-type'] ?? '(none)'
-    return `Unsupported Content-Type ${JSON.stringify(type)}: send application/json${request.url.startsWith('/sources') ? ' or application/geo+json' : ''}.`
+    const accepted = request.routeOptions.config.mediaTypes ?? ['application/json']
+    return `Unsupported Content-Type ${JSON.stringify(type)}: send ${accepted.join(' or ')}.`
   }
   return message
 }

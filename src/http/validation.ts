@@ -12,6 +12,8 @@ declare module 'fastify' {
     bodyValidationCode?: ErrorCode
     /** Adds context to each body-validation detail. */
     describeBodyPointer?: DescribePointer
+    /** The body media types the route parses, named in its 415 (default application/json). */
+    mediaTypes?: string[]
   }
 }
 

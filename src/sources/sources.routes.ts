@@ -10,29 +10,12 @@ import { checkFeatureCollection } from './geojson.js'
 import { featureOf, explainRejection } from './rejections.js'
 import { newSourceIds } from './source-id.js'
 import { CreateResponseSchema, DeleteResponseSchema, SourceFeatureSchema, SourceQuerySchema, featureCollectionSchema, type CreateResponse } from './sources.schema.js'
-import type { NewSource, Scope, SourceRow } from './sources.repository.js'
+import type { NewSource, Scope } from './sources.repository.js'
+import { featureJson } from './source-feature.js'
 import type { SourceStore } from './sources.store.js'
 
 function scopeOf (account: AuthenticatedAccount): Scope {
   return account.role === 'admin' ? 'all' : { organisation: account.organisation }
-}
-
-/**
- * The GeoJSON Feature of a row as JSON text: the geometry is PostGIS's own ST_AsGeoJSON text,
- * spliced in rather than parsed and serialised again; every other field goes through
- * JSON.stringify. Its shape is SourceFeatureSchema's (test/sources/read-delete.test.ts checks
- * each field against the schema and the database).
- */
-export function featureJson (row: SourceRow): string {
-  const properties = {
-    feature_id: row.feature_id,
-    start_at: row.start_at,
-    end_at: row.end_at,
-    created_at: row.created_at,
-    organisation: row.organisation,
-    area_m2: row.area_m2
-  }
-  return `{"type":"Feature","id":${JSON.stringify(row.id)},"geometry":${row.geometry},"properties":${JSON.stringify(properties)}}`
 }
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore }> = async (app, { config, store }) => {
@@ -40,7 +23,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
-    config: { bodyValidationCode: 'INVALID_GEOJSON', describeBodyPointer: featureOf },
+    config: { bodyValidationCode: 'INVALID_GEOJSON', describeBodyPointer: featureOf, mediaTypes: ['application/json', 'application/geo+json'] },
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     ...app.largeBodies,
     schema: {

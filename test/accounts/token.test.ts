@@ -37,7 +37,9 @@ t.test('400 for a missing or mistyped email or password', async (t) => {
     t.equal(res.json().code, 'VALIDATION_FAILED')
   }
   t.match((await token({ email: 'a@b.c' })).json().details, [{ pointer: '/password', message: 'is required' }])
-  t.equal((await app.inject({ method: 'POST', url: '/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'email=a&password=b' })).statusCode, 415)
+  const form = await app.inject({ method: 'POST', url: '/token', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'email=a&password=b' })
+  t.equal(form.statusCode, 415)
+  t.equal(form.json().message, 'Unsupported Content-Type "application/x-www-form-urlencoded": send application/json.', 'the one accepted media type is named')
 })
 
 t.test('401 with one message for a wrong password, an unknown e-mail and a disabled account', async (t) => {
@@ -68,6 +70,16 @@ t.test('(address, e-mail) pair: 429 with Retry-After after LOGIN_MAX_FAILURES, e
   const retry = Number(res.headers['retry-after'])
   t.ok(retry > 0 && retry <= 60, `Retry-After ${retry}`)
   t.equal((await from(throttled.app, '198.51.100.7', 'DAVE@example.org', PASSWORD)).statusCode, 200, 'the owner from another address is not locked out')
+})
+
+t.test('a successful login clears its own pair\'s failures', async (t) => {
+  // The address limit out of the way: only the pair's count is under test.
+  const throttled = await build(t, { ...throttledConfig, LOGIN_ADDRESS_MAX_FAILURES: 100 })
+  const user = await addAccount(throttled.db, { email: 'heidi@example.org' })
+  for (let i = 0; i < 2; i++) t.equal((await from(throttled.app, '192.0.2.5', user.email, 'wrong')).statusCode, 401)
+  t.equal((await from(throttled.app, '192.0.2.5', user.email, PASSWORD)).statusCode, 200)
+  for (let i = 0; i < 2; i++) t.equal((await from(throttled.app, '192.0.2.5', user.email, 'wrong')).statusCode, 401)
+  t.equal((await from(throttled.app, '192.0.2.5', user.email, PASSWORD)).statusCode, 200, '2 failures since the success: under the pair limit of 3')
 })
 
 t.test('address: 429 across e-mails after LOGIN_ADDRESS_MAX_FAILURES; other addresses unaffected', async (t) => {
