@@ -19,11 +19,34 @@ const log = (m) => process.stderr.write(`[features] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const out = []
+// The loads run synchronously (execFileSync), so this process's pooled keep-alive sockets get
+// closed by the servers meanwhile without it noticing, and a request sent on one fails with
+// "other side closed": such a request is sent once more, on a new connection.
+async function fetch (url, init) {
+  try {
+    return await globalThis.fetch(url, init)
+  } catch (err) {
+    if (err.cause?.code !== 'UND_ERR_SOCKET') throw err
+    return globalThis.fetch(url, init)
+  }
+}
 
-const { url, env, db, seed } = await benchDatabase(log)
+const { url, env, db, seed, accountId } = await benchDatabase(log)
 // Seeded boxes of 0.005° on a 0.01° grid, 3,000 a row from (-15, -15); periods of 30 days
-// starting on one of 1,461 days from 2020-01-01.
-await seed(1, ROWS, { period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
+// starting on one of 1,461 days from 2020-01-01. With BENCH_DATABASE_URL, a database seeded by
+// an earlier run is used as it is.
+if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench'`)).rows[0].n) !== ROWS) {
+  await seed(1, ROWS, { period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
+}
+// 10,000 polygons of 500 vertices (circles) in another organisation, for the memory of a
+// 10,000-feature page.
+const BIG = 10_000
+if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench-big'`)).rows[0].n) !== BIG) {
+  await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+    SELECT 'src_big' || lpad(n::text, 18, '0'), 'big-' || n, 'bench-big', $1::uuid,
+      ST_Buffer(ST_SetSRID(ST_MakePoint(100 + (n % 100) * 0.1, (n / 100) * 0.1), 4326), 0.04, 125), '[2024-01-01Z,2024-02-01Z)'
+    FROM generate_series(1, ${BIG}) AS n`, [accountId])
+}
 await db.query('VACUUM (ANALYZE) sources')
 const pgUrl = new URL(url)
 
@@ -34,7 +57,12 @@ const service = spawn(process.execPath, ['--max-semi-space-size=2', '--optimize-
 })
 process.on('exit', () => service.kill())
 for (let i = 0; i < 200; i++) { try { if ((await fetch(`http://127.0.0.1:${servicePort}/ready`)).ok) break } catch {} await sleep(100) }
-const token = (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
+const login = async (email) => (await (await fetch(`http://127.0.0.1:${servicePort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) })).json()).token
+const token = await login('bench@example.org')
+try {
+  execFileSync(process.execPath, ['dist/cli.js', 'account', 'add', '--email', 'big@example.org', '--org', 'bench-big', '--role', 'viewer', '--password-stdin'], { env, input: PASSWORD, stdio: ['pipe', 'ignore', 'ignore'] })
+} catch {} // there from an earlier run
+const bigToken = await login('big@example.org')
 const base = `http://127.0.0.1:${servicePort}`
 
 // MapServer 8, OGC API on the same table (its documented FastCGI set-up, under lighttpd).
@@ -104,15 +132,23 @@ function load (target, paths) {
   log(`${target}: ${Math.round(r.rps)} req/s, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`)
   return r
 }
-// pgbench on the service's own two statements per page: the capped count and the page SELECT.
+// pgbench on the service's own statements for a first page (bbox and datetime loads are first
+// pages; sources.repository.ts listFirstSources).
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgDir = mkdtempSync(join(tmpdir(), 'bench-features-pgbench-'))
-const selectColumns = `"id", "feature_id", "organisation", "area_m2", ST_AsGeoJSON("geom", 15) as "geometry", regexp_replace(to_char(lower("period") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "start_at", regexp_replace(to_char(upper("period") AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "end_at", regexp_replace(to_char("created_at" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z' as "created_at"`
-function pgbench (name, setup, where) {
+const iso = (ts) => `regexp_replace(to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z'`
+const selectColumns = `"sources"."id", "feature_id", "organisation", "area_m2", ST_AsGeoJSON("geom", 15) as "geometry", ${iso('lower("period")')} as "start_at", ${iso('upper("period")')} as "end_at", ${iso('"created_at"')} as "created_at"`
+// With a bbox: one statement, the matches found once, counted, and the page chosen among them;
+// otherwise the page, then the count (listFirstSources).
+function pgbench (name, setup, where, { bbox }) {
   const file = join(pgDir, `${name}.sql`)
-  writeFileSync(file, `${setup}
+  writeFileSync(file, bbox
+    ? `${setup}
+with "matches" as materialized (select "id", id as "sort_key" from "sources" where "organisation" = 'bench' and ${where} limit 100001), "page" as (select "id", "sort_key" from "matches" order by sort_key ASC, id ASC limit 101) select (SELECT count(*) FROM matches) as "matched", ${selectColumns} from "sources" inner join "page" on "page"."id" = "sources"."id" order by page.sort_key ASC, page.id ASC;
+`
+    : `${setup}
+select ${selectColumns} from "sources" inner join (select "id", id as "sort_key" from "sources" where "organisation" = 'bench' and ${where} order by id ASC, id ASC limit 101) as "page" on "page"."id" = "sources"."id" order by page.sort_key ASC, page.id ASC;
 select count(*) as "n" from (select 1 as "one" from "sources" where "organisation" = 'bench' and ${where} limit 100001) as "matching";
-select ${selectColumns} from "sources" where "organisation" = 'bench' and ${where} order by id ASC, id ASC limit 101;
 `)
   const rates = []
   for (let i = 0; i < RUNS; i++) {
@@ -122,28 +158,49 @@ select ${selectColumns} from "sources" where "organisation" = 'bench' and ${wher
   }
   return median(rates)
 }
-const envelope = (size) => `(geom && ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326) AND ST_Intersects(geom, ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326)))`
+const M = 0.0001 // the inner box of the bounding-box shortcut (sources.repository.ts)
+const envelope = (size) => `(geom && ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326) AND (geom @ ST_MakeEnvelope(:x + ${M}, :y + ${M}, :x + ${size - M}, :y + ${size - M}, 4326) OR ST_Intersects(geom, ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326))))`
 const windowSetup = (size) => `\\set xi random(0, ${Math.round((30 - size) * 1000)})
 \\set yi random(0, ${Math.max(1, Math.round((yRows * 0.01 - size) * 1000))})
 \\set x -15 + :xi / 1000.0
 \\set y -15 + :yi / 1000.0`
 
-const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | service × MapServer | service × pgbench |', '|---|---|---|---|---|---|']
+// The floor: bench/floor-server.mjs (no framework, no database) answering a body of a page's
+// mean size, under the same generator. With the service's own CPU added to PostgreSQL's on the
+// same two cores, 1 / (1 / floor + 1 / pgbench) bounds what any HTTP service could reach.
+async function floor (bytes) {
+  const port = await freePort()
+  const server = spawn(process.execPath, ['bench/floor-server.mjs'], { env: { ...process.env, PORT: String(port), FLOOR_BODY_BYTES: String(bytes) }, stdio: 'ignore' })
+  for (let i = 0; i < 100; i++) { try { await fetch(`http://127.0.0.1:${port}/`); break } catch {} await sleep(50) }
+  const rates = Array.from({ length: RUNS }, () => JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: DURATION, kind: 'paths', paths: ['/'] })], { encoding: 'utf8' })).rps)
+  server.kill()
+  return median(rates)
+}
+
+const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | floor req/s (same body size) | service × MapServer | service × pgbench | bound × pgbench |', '|---|---|---|---|---|---|---|---|']
+const row = (name, svc, ms, pg, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
+async function meanBytes (paths) {
+  let total = 0
+  for (const p of paths.slice(0, 20)) total += (await (await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer()).byteLength
+  return Math.round(total / Math.min(20, paths.length))
+}
 for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4° window, limit=100', 0.4]]) {
   const ws = windows(size)
   log(name)
   load('service', ws.slice(0, 50).map((w) => `/collections/sources/items?limit=100&bbox=${w}`))
   const svc = median(Array.from({ length: RUNS }, () => load('service', ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)).rps))
+  const fl = await floor(await meanBytes(ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)))
   const ms = median(Array.from({ length: RUNS }, () => load('mapserver', ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`)).rps))
-  const pg = pgbench(`bbox-${size}`, windowSetup(size), envelope(size))
-  table.push(`| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× |`)
+  const pg = pgbench(`bbox-${size}`, windowSetup(size), envelope(size), { bbox: true })
+  table.push(row(name, svc, ms, pg, fl))
 }
 {
   log('datetime')
   const svc = median(Array.from({ length: RUNS }, () => load('service', intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)).rps))
+  const fl = await floor(await meanBytes(intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)))
   const ms = median(Array.from({ length: RUNS }, () => load('mapserver', intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`)).rps))
-  const pg = pgbench('datetime', `\\set d random(0, 1400)`, `period && tstzrange('2020-01-01Z'::timestamptz + :d * interval '1 day', '2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day', '[]')`)
-  table.push(`| datetime 10-day interval, limit=100 (MapServer ignores datetime) | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× |`)
+  const pg = pgbench('datetime', `\\set d random(0, 1400)`, `period && tstzrange('2020-01-01Z'::timestamptz + :d * interval '1 day', '2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day', '[]')`, { bbox: false })
+  table.push(row('datetime 10-day interval, limit=100 (MapServer ignores datetime)', svc, ms, pg, fl))
 }
 out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} × ${DURATION} s)`, '', ...table, '')
 
@@ -174,6 +231,25 @@ for (let page = 1; page <= 1000 && next; page++) {
 }
 const early = median(pageMs.slice(0, 10)); const late = median(pageMs.slice(-10))
 out.push(`- Deep paging by cursor, limit=100: pages 1–10 median ${early.toFixed(1)} ms, pages 991–1,000 median ${late.toFixed(1)} ms (${(late / early).toFixed(2)}× the first).`)
+
+// Memory: 10,000-feature pages of 500-vertex polygons (~190 MB of GeoJSON each), 1 and 4 at once,
+// against the peak RSS of everything above (VmHWM, reset between measurements).
+const status = () => readFileSync(`/proc/${service.pid}/status`, 'utf8')
+const kb = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status())?.[1] ?? 0) / 1024
+const normalPeak = kb('VmHWM')
+for (const concurrent of [1, 4]) {
+  writeFileSync(`/proc/${service.pid}/clear_refs`, '5')
+  const before = kb('VmRSS')
+  const t0 = performance.now()
+  const sizes = await Promise.all(Array.from({ length: concurrent }, async () => {
+    const r = await fetch(`${base}/collections/sources/items?limit=10000`, { headers: { authorization: `Bearer ${bigToken}` } })
+    let bytes = 0
+    for await (const chunk of r.body) bytes += chunk.length
+    return bytes
+  }))
+  const peak = kb('VmHWM')
+  out.push(`- ${concurrent} × a 10,000-feature page of 500-vertex polygons (${(sizes[0] / 1e6).toFixed(0)} MB each, ${((performance.now() - t0) / 1000).toFixed(1)} s): service peak RSS ${Math.round(peak)} MB, against ${Math.round(normalPeak)} MB for the loads above (${Math.round(peak - normalPeak) >= 0 ? '+' : ''}${Math.round(peak - normalPeak)} MB; RSS before ${Math.round(before)} MB).`)
+}
 
 // Export 100,000 features (a band of whole grid rows) with limit=10000, against ogr2ogr on PG.
 const band = `-15,-15,15,${(-15 + Math.ceil(100_000 / 3000) * 0.01 - 0.001).toFixed(3)}`

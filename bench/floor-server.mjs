@@ -3,7 +3,9 @@
 // is what the load generator and the shared machine add by themselves.
 import http from 'node:http'
 
-const body = Buffer.from('{"ok":true}')
+// FLOOR_BODY_BYTES: a body of that size instead (bench/features.mjs: a page's size).
+const size = Number(process.env.FLOOR_BODY_BYTES ?? 0)
+const body = size > 0 ? Buffer.from(`{"pad":"${'x'.repeat(Math.max(0, size - 10))}"}`) : Buffer.from('{"ok":true}')
 http.createServer((req, res) => {
   req.resume()
   req.on('end', () => {

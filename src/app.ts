@@ -77,7 +77,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
     : plainSourceStore(db)
   await app.register(sourcesRoutes, { config, store: sourceStore })
-  await app.register(featuresRoutes, { store: sourceStore, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY })
+  await app.register(featuresRoutes, { store: sourceStore, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/vnd.oai.openapi+json;version=3.0').send(app.swagger()))
 

@@ -24,6 +24,7 @@ export const ConfigSchema = Type.Object({
   DB_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 100 }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 100 }),
   DB_FAST_PATH: Type.Boolean({ default: true, description: 'Batch concurrent reads and writes, compile queries once and prepare statements (src/fast/); false runs the plain path alone.' }),
+  DB_POOL_MODE: Type.Union([Type.Literal('session'), Type.Literal('transaction')], { default: 'session', description: 'session: straight to PostgreSQL (or a session-pooling PgBouncer). transaction: behind a transaction-pooling PgBouncer: no named prepared statements and no startup parameters (statement_timeout, TimeZone); the statement timeout is then enforced by the client.' }),
   DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; further reads wait and go out together as one query.' }),
   DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; further requests wait and go out together as one INSERT.' }),
 
@@ -34,6 +35,7 @@ export const ConfigSchema = Type.Object({
   ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status is trusted without reading the database.' }),
 
   ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
+  ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: numberMatched is counted on a first page up to this many matches and left out beyond.' }),
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024 }),
   LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),
@@ -42,6 +44,8 @@ export const ConfigSchema = Type.Object({
 
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'redis://host:port: rate-limit counters shared by every instance. Without it each process counts alone.' })),
+  REDIS_TIMEOUT_MS: Type.Integer({ default: 500, minimum: 10, description: 'A rate-limit check waits this long for Redis; then the request is let through (fail open) and a warning logged.' }),
   LOGIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1, description: 'Failed logins per (address, e-mail) pair per window before that pair gets 429.' }),
   LOGIN_ADDRESS_MAX_FAILURES: Type.Integer({ default: 20, minimum: 1, description: 'Failed logins per address (any e-mail) per window before that address gets 429.' }),
   LOGIN_EMAIL_SLOWDOWN_AFTER: Type.Integer({ default: 10, minimum: 1, description: 'Failed logins per e-mail (any address) per window after which every login for it is slowed, never refused.' }),

@@ -85,6 +85,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     DB_WRITES_IN_FLIGHT: 2,
     DB_CONNECT_TIMEOUT_MS: 1000,
     DB_STATEMENT_TIMEOUT_MS: 10000,
+    DB_POOL_MODE: 'session',
+    REDIS_TIMEOUT_MS: 500,
     JWT_SECRET: TEST_SECRET,
     JWT_ISSUER: 'source-registry',
     JWT_AUDIENCE: 'source-registry',
@@ -92,6 +94,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     ACCOUNT_CACHE_TTL_SECONDS: 0,
     MAX_FEATURES: 1000,
     ITEMS_ROWS_PER_QUERY: 500,
+    ITEMS_COUNT_MAX: 100000,
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,
     LARGE_BODY_BYTES: 65536,
     LARGE_BODY_CONCURRENCY: 4,
@@ -194,13 +197,18 @@ export interface RunningService {
  * a database made by createDatabase (`target`), killed on teardown. For what only a real socket
  * to a separate process shows: resets, timeouts, logs, signals.
  */
-export async function startService (t: Tap, target: string, env: Record<string, string> = {}): Promise<RunningService> {
-  const port = await new Promise<number>((resolve) => {
+/** A loopback port free right now (for a server a test starts). */
+export function freePort (): Promise<number> {
+  return new Promise((resolve) => {
     const probe = createNetServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as AddressInfo
       probe.close(() => resolve(port))
     })
   })
+}
+
+export async function startService (t: Tap, target: string, env: Record<string, string> = {}): Promise<RunningService> {
+  const port = await freePort()
   const child = spawn(process.execPath, ['dist/main.cjs'], {
     env: {
       PATH: process.env.PATH,

@@ -10,7 +10,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { featureJson } from '../sources/source-feature.js'
-import { type Scope, countSources, listSources, sortValue, sourcesExtent } from '../sources/sources.repository.js'
+import { type Scope, listFirstSources, listSources, sortValue, sourcesExtent } from '../sources/sources.repository.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { SourceFeatureSchema } from '../sources/sources.schema.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
@@ -25,9 +25,6 @@ const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'
 ]
-// numberMatched is given when the matching sources can be counted up to this many; beyond, it is
-// left out (OGC allows that) rather than counting a million rows per page.
-const COUNT_CAP = 100_000
 
 function scopeOf (account: AuthenticatedAccount): Scope {
   return account.role === 'admin' ? 'all' : { organisation: account.organisation }
@@ -67,7 +64,10 @@ function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesE
   }
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQuery: number }> = async (app, { store, rowsPerQuery }) => {
+const STREAM_FIRST_ROWS = 100
+const STREAM_CHUNK_BYTES = 1024 * 1024
+
+const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { store, rowsPerQuery, countMax }) => {
   app.get('/', {
     schema: { summary: 'OGC API landing page', tags: ['OGC API – Features'], response: { 200: LandingSchema } }
   }, async (request) => {
@@ -131,24 +131,39 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
     const scope = scopeOf(account)
-    const matched = await countSources(app.db, scope, parsed.filter, COUNT_CAP)
     const base = baseOf(request)
     const self = new URL(request.url, base)
     const { filter, sort, limit } = parsed
 
-    // The page is read and sent rowsPerQuery (ITEMS_ROWS_PER_QUERY) rows at a time, each query continuing after the
-    // last row of the one before (keyset, as the cursor does), so the service holds one chunk of
-    // a 10,000-feature page at a time, and no connection while the client reads.
+    // A page over ITEMS_ROWS_PER_QUERY rows is read and sent in chunks, each query continuing
+    // after the last row of the one before (keyset, as the cursor does), so the service holds one
+    // chunk of a 10,000-feature page at a time, and no connection while the client reads. Chunks
+    // are sized by bytes: STREAM_FIRST_ROWS first, then as many rows as make about
+    // STREAM_CHUNK_BYTES at the size seen so far (at most ITEMS_ROWS_PER_QUERY), so a page of
+    // 500-vertex polygons holds ~1 MB at a time, as a page of small boxes does.
+    const streamed = limit > rowsPerQuery
     async function * body (): AsyncGenerator<string> {
       yield '{"type":"FeatureCollection","features":['
       let after = parsed.after
       let returned = 0
+      let bytes = 0
       let more = false
+      let matched: number | undefined
       while (returned < limit) {
-        const want = Math.min(rowsPerQuery, limit - returned)
-        const rows = await listSources(app.db, scope, filter, { sort, after, limit: want })
+        const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
+        const want = Math.max(1, Math.min(streamed ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
+        let rows
+        // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
+        // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
+        // is left out (OGC allows that) rather than counting up to a million rows per page.
+        if (returned === 0 && after === undefined) ({ rows, matched } = await listFirstSources(app.db, scope, filter, { sort, limit: want }, countMax))
+        else rows = await listSources(app.db, scope, filter, { sort, after, limit: want })
         const chunk = rows.slice(0, want)
-        if (chunk.length > 0) yield `${returned > 0 ? ',' : ''}${chunk.map(featureJson).join(',')}`
+        if (chunk.length > 0) {
+          const text = `${returned > 0 ? ',' : ''}${chunk.map(featureJson).join(',')}`
+          bytes += text.length
+          yield text
+        }
         returned += chunk.length
         const last = chunk[chunk.length - 1]
         if (last !== undefined) after = { value: sortValue(last, sort.field), id: last.id }
@@ -166,9 +181,10 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       yield `],${tail.slice(1)}`
     }
     // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text. A page that
-    // fits in one query is sent as one string; a larger one as a stream, chunk by chunk.
+    // fits in one query is sent as one string; a larger one as a byte stream, which reads the
+    // next chunk only when the socket has taken the last (objectMode would queue 16 chunks).
     const untyped: FastifyReply = reply.type(GEOJSON)
-    if (limit > rowsPerQuery) return untyped.send(Readable.from(body()))
+    if (streamed) return untyped.send(Readable.from(body(), { objectMode: false }))
     let text = ''
     for await (const part of body()) text += part
     return untyped.send(text)
