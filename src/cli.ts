@@ -6,6 +6,7 @@
 // (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
+import { poolerHint } from './db/availability.js'
 import { constraintRule } from './db/constraints.js'
 import { openDatabase } from './db/open.js'
 import { DataDirInUseError, NoDatabaseError } from './db/embedded.js'
@@ -165,7 +166,8 @@ async function main (): Promise<number> {
     // A named constraint of sql/ says what was wrong, in the words the API uses (db/constraints.ts).
     const rule = constraintRule(e)
     const usage = rule !== undefined || e instanceof UsageError || e instanceof DataDirInUseError || e instanceof NoDatabaseError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
-    err(`error: ${rule?.message ?? (e as Error).message}`)
+    const hint = poolerHint(e)
+    err(`error: ${rule?.message ?? (e as Error).message}${hint !== undefined ? ` (${hint})` : ''}`)
     return usage ? 2 : 1
   } finally {
     await conn.close()

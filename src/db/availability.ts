@@ -11,3 +11,15 @@ export function isDatabaseUnavailable (err: unknown): boolean {
   if (typeof code === 'string' && (CONNECTION_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) return true
   return UNAVAILABLE_MESSAGES.test(err.message)
 }
+
+/**
+ * What a transaction-pooling PgBouncer answers a client configured for a direct connection
+ * (startup parameters it does not track; named statements meeting another session): the fix,
+ * in one line, for the logs and the CLI.
+ */
+export function poolerHint (err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined
+  return /unsupported startup parameter|prepared statement "sr_[^"]*" (already exists|does not exist)/.test(err.message)
+    ? 'DATABASE_URL leads to a transaction-pooling PgBouncer: set DB_POOL_MODE=transaction'
+    : undefined
+}

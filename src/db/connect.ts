@@ -1,5 +1,6 @@
-// Builds the pg pool and the Kysely instance over it. Every connection runs in UTC so timestamps
-// without an explicit zone can never be read in a server's local time.
+// Builds the pg pool and the Kysely instance over it. A direct connection runs in UTC so timestamps
+// without an explicit zone can never be read in a server's local time (and the SQL gives every
+// timestamp a zone, so a pooled connection in another TimeZone reads the same).
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database.js'
@@ -12,6 +13,12 @@ export interface ConnectOptions {
   statementTimeoutMs?: number
   /** Run parameterised queries as named prepared statements (fast/prepared-client.ts). */
   preparedStatements?: boolean
+  /**
+   * Behind a transaction-pooling PgBouncer (1.18 refuses startup parameters it does not track):
+   * no statement_timeout nor options in the startup packet. The statement timeout is then the
+   * client's (pg's query_timeout), and the SQL never depends on the session's TimeZone.
+   */
+  transactionPooler?: boolean
   onPoolError?: (err: Error) => void
 }
 
@@ -22,8 +29,9 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
     max: opts.poolMax ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 2000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: opts.statementTimeoutMs ?? 30_000,
-    options: '-c TimeZone=UTC',
+    ...(opts.transactionPooler === true
+      ? { query_timeout: opts.statementTimeoutMs ?? 30_000 }
+      : { statement_timeout: opts.statementTimeoutMs ?? 30_000, options: '-c TimeZone=UTC' }),
     application_name: 'source-registry'
   })
   // A client whose server goes away emits 'error': on the pool when it is idle, on the client

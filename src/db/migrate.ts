@@ -1,6 +1,6 @@
 // Applies sql/NNN_*.sql in order, each once, in its own transaction, recorded in
-// schema_migrations with a checksum. A session-level advisory lock makes concurrent runs wait
-// for each other instead of applying twice. Applied files are frozen: an edited one is an error.
+// schema_migrations with a checksum. An advisory lock held by each file's transaction makes
+// concurrent runs wait for each other instead of applying twice. Applied files are frozen: an edited one is an error.
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -25,35 +25,30 @@ export type OnApply = (name: string) => void
 
 export async function migrate (db: Kysely<Database>, dir = SQL_DIR, onApply: OnApply = () => {}): Promise<MigrationResult> {
   const migrations = await listMigrations(dir)
-  return db.connection().execute(async (conn) => {
-    await sql`SELECT pg_advisory_lock(${LOCK_KEY})`.execute(conn)
-    try {
+  const result: MigrationResult = { applied: [], skipped: [] }
+  // One transaction per file, the lock taken inside it (pg_advisory_xact_lock): a transaction
+  // runs on one server connection even behind a transaction-pooling PgBouncer, where a
+  // session-level lock and its unlock could land on two different ones and leak the lock.
+  for (const m of migrations) {
+    await db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx)
       await sql`CREATE TABLE IF NOT EXISTS schema_migrations (
         name text PRIMARY KEY,
         checksum text NOT NULL,
         applied_at timestamptz NOT NULL DEFAULT now()
-      )`.execute(conn)
-      await sql`COMMENT ON TABLE schema_migrations IS 'SQL files of sql/ applied to this database (make migrate).'`.execute(conn)
-      const done = new Map((await conn.selectFrom('schema_migrations').select(['name', 'checksum']).execute())
-        .map((r) => [r.name, r.checksum]))
-      const result: MigrationResult = { applied: [], skipped: [] }
-      for (const m of migrations) {
-        const applied = done.get(m.name)
-        if (applied !== undefined) {
-          if (applied !== m.checksum) throw new Error(`migration ${m.name} was changed after it was applied; migrations are append-only, add a new file instead`)
-          result.skipped.push(m.name)
-          continue
-        }
-        onApply(m.name)
-        await conn.transaction().execute(async (trx) => {
-          await sql.raw(m.text).execute(trx)
-          await trx.insertInto('schema_migrations').values({ name: m.name, checksum: m.checksum }).execute()
-        })
-        result.applied.push(m.name)
+      )`.execute(trx)
+      const done = await trx.selectFrom('schema_migrations').select('checksum').where('name', '=', m.name).executeTakeFirst()
+      if (done !== undefined) {
+        if (done.checksum !== m.checksum) throw new Error(`migration ${m.name} was changed after it was applied; migrations are append-only, add a new file instead`)
+        result.skipped.push(m.name)
+        return
       }
-      return result
-    } finally {
-      await sql`SELECT pg_advisory_unlock(${LOCK_KEY})`.execute(conn)
-    }
-  })
+      onApply(m.name)
+      await sql`COMMENT ON TABLE schema_migrations IS 'SQL files of sql/ applied to this database (make migrate).'`.execute(trx)
+      await sql.raw(m.text).execute(trx)
+      await trx.insertInto('schema_migrations').values({ name: m.name, checksum: m.checksum }).execute()
+      result.applied.push(m.name)
+    })
+  }
+  return result
 }

@@ -17,7 +17,7 @@ export interface OpenedDatabase {
   tookOverFromPid?: number
 }
 
-export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_FAST_PATH'>
+export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_FAST_PATH' | 'DB_POOL_MODE'>
 
 export interface OpenOptions {
   /** Embedded: create the database when there is none (default); false says there is none instead. */
@@ -35,7 +35,10 @@ export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = 
       poolMax: opts.poolMax ?? config.DB_POOL_MAX,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
       statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
-      preparedStatements: config.DB_FAST_PATH,
+      // Named prepared statements outlive a transaction: behind a transaction pooler another
+      // client's session would meet them ("prepared statement … already exists").
+      preparedStatements: config.DB_FAST_PATH && config.DB_POOL_MODE === 'session',
+      transactionPooler: config.DB_POOL_MODE === 'transaction',
       onPoolError: opts.onPoolError
     })
     return { db, kind: 'server', description: `PostGIS server ${redactUrl(config.DATABASE_URL)}` }

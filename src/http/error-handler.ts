@@ -5,7 +5,7 @@
 // id while the log has the error. Every 4xx is logged at info with its code and account.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, type ErrorBody, type ErrorCode, ErrorStatus, summarise } from '../errors.js'
-import { isDatabaseUnavailable } from '../db/availability.js'
+import { isDatabaseUnavailable, poolerHint } from '../db/availability.js'
 import { constraintRule } from '../db/constraints.js'
 import { lingerBeforeClose } from './lingering-close.js'
 import { type ValidationIssue, validationDetails } from './validation.js'
@@ -59,7 +59,8 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
     return { status: 422, code: 'INVALID_DATA', message: 'The database rejected a value in the request as invalid.' }
   }
   if (isDatabaseUnavailable(err)) {
-    request.log.error({ err }, 'database unavailable')
+    const hint = poolerHint(err)
+    request.log.error({ err, ...(hint !== undefined ? { hint } : {}) }, 'database unavailable')
     headers['retry-after'] = DB_RETRY_AFTER_SECONDS
     return { status: 503, code: 'SERVICE_UNAVAILABLE', message: `The database is unavailable; retry later (request ${request.id}).` }
   }

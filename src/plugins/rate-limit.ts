@@ -1,17 +1,47 @@
 // Request rate limits via @fastify/rate-limit, with its standard headers. Runs at preParsing: after
 // authentication (onRequest) and before the body is read, so an authenticated request counts against its account (shared by every
 // address it comes from) and an unauthenticated one (POST /token) against its client address.
+// With REDIS_URL the counters live in Redis (the plugin's Redis store), shared by every
+// instance; when Redis does not answer, requests are let through (fail open: a rate limit is
+// not worth an outage) and a warning is logged once per outage.
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
+import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 
 export default fp<{ config: Config }>(async (app, { config }) => {
+  let redis: Redis | undefined
+  if (config.REDIS_URL !== undefined) {
+    redis = new Redis(config.REDIS_URL, {
+      // Fail fast rather than queue: a command while Redis is away errors at once, and one that
+      // gets no answer errors after REDIS_TIMEOUT_MS.
+      enableOfflineQueue: false,
+      commandTimeout: config.REDIS_TIMEOUT_MS,
+      connectTimeout: config.REDIS_TIMEOUT_MS,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+      lazyConnect: false
+    })
+    let down = false
+    redis.on('error', (err: Error) => {
+      if (down) return
+      down = true
+      app.log.warn({ err: { message: err.message } }, 'redis unreachable: rate limits are not enforced until it is back')
+    })
+    redis.on('ready', () => {
+      if (down) app.log.warn('redis reachable again: rate limits enforced')
+      down = false
+    })
+    const client = redis
+    app.addHook('onClose', async () => { client.disconnect() })
+  }
   await app.register(rateLimit, {
     global: true,
     hook: 'preParsing',
     max: config.RATE_LIMIT_MAX,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
+    ...(redis !== undefined ? { redis, nameSpace: 'source-registry:rate:', skipOnError: true } : {}),
     keyGenerator: (request) => request.account?.id !== undefined ? `account:${request.account.id}` : `ip:${request.ip}`,
     errorResponseBuilder: (_request, context) => new ApiError('TOO_MANY_REQUESTS',
       `Rate limit exceeded: at most ${context.max} requests per ${context.after}; retry in ${Math.ceil(context.ttl / 1000)} s.`)
