@@ -13,5 +13,10 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
       'no-empty': ['error', { allowEmptyCatch: true }]
     }
+  },
+  // The map page's script runs in the browser, with Leaflet's global L.
+  {
+    files: ['src/map/public/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { ...globals.browser, L: 'readonly' } }
   }
 )

@@ -2,6 +2,7 @@
 // Registration order: infrastructure plugins, shared services, then routes.
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import swagger from '@fastify/swagger'
+import helmet from '@fastify/helmet'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
@@ -19,6 +20,7 @@ import healthRoutes from './health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
+import mapRoutes, { tileOrigin } from './map/map.routes.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -65,6 +67,33 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
     }
   })
+  // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
+  // with no inline script or style, nosniff, frames denied. Images may also come from the
+  // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
+  const tiles = tileOrigin(config.MAP_TILE_URL)
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:', ...(tiles !== undefined ? [tiles] : [])],
+        connectSrc: ["'self'"],
+        fontSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        baseUri: ["'self'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"]
+      }
+    },
+    frameguard: { action: 'deny' },
+    // HSTS belongs to whatever terminates TLS in front of the service, not to a plain-HTTP app.
+    strictTransportSecurity: false,
+    // The API is read by other origins' scripts (with CORS) and by GIS clients: no CORP/COEP.
+    crossOriginResourcePolicy: false,
+    crossOriginEmbedderPolicy: false
+  })
   await app.register(dbPlugin, { db })
   await app.register(authPlugin, { config })
   await app.register(rateLimitPlugin, { config })
@@ -78,6 +107,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     : plainSourceStore(db)
   await app.register(sourcesRoutes, { config, store: sourceStore })
   await app.register(featuresRoutes, { store: sourceStore, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(mapRoutes, { config })
   app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/vnd.oai.openapi+json;version=3.0').send(app.swagger()))
 

@@ -34,6 +34,8 @@ export const ConfigSchema = Type.Object({
   TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800 }),
   ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status is trusted without reading the database.' }),
 
+  MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', minLength: 1, description: 'The map page\'s basemap tiles ({z}/{x}/{y}, optionally {s}); "none" for an offline page on a plain background with a graticule.' }),
+  MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' }),
   ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
   ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: numberMatched is counted on a first page up to this many matches and left out beyond.' }),
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),

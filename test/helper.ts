@@ -95,6 +95,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     MAX_FEATURES: 1000,
     ITEMS_ROWS_PER_QUERY: 500,
     ITEMS_COUNT_MAX: 100000,
+    MAP_TILE_URL: 'none',
+    MAP_TILE_ATTRIBUTION: '',
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,
     LARGE_BODY_BYTES: 65536,
     LARGE_BODY_CONCURRENCY: 4,

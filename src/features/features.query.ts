@@ -99,7 +99,7 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
     else filter.organisation = q.organisation
   }
-  if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json or geojson' })
+  if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
 
   let limit = DEFAULT_LIMIT
   if (q.limit !== undefined) {

@@ -45,6 +45,28 @@ function negotiate (request: FastifyRequest): void {
   if (!ok) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: this resource is ${GEOJSON} or application/json.`)
 }
 
+/**
+ * A browser asking for the items as HTML (f=html, or an Accept that prefers text/html to any
+ * JSON) is sent to the map page with the same query (303), before authentication: a browser's
+ * address bar sends no token, the page signs in.
+ */
+async function toMapPage (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const query = new URLSearchParams(request.url.split('?')[1] ?? '')
+  if (!(query.get('f') === 'html' || (query.get('f') === null && prefersHtml(request.headers.accept)))) return
+  query.delete('f')
+  const search = query.toString()
+  // Relative to /collections/sources/items, so it holds behind a path prefix.
+  await reply.redirect(`../../map${search === '' ? '' : `?${search}`}`, 303)
+}
+
+function prefersHtml (accept: string | undefined): boolean {
+  if (accept === undefined) return false
+  const types = accept.split(',').map((part) => (part.split(';')[0] ?? '').trim().toLowerCase())
+  const html = types.indexOf('text/html')
+  const json = types.findIndex((t) => t === 'application/geo+json' || t === 'application/json')
+  return html !== -1 && (json === -1 || html < json)
+}
+
 function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesExtent>>) {
   return {
     id: 'sources',
@@ -79,7 +101,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
         { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
         { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI, title: 'The OpenAPI definition' },
         { href: `${base}/conformance`, rel: 'conformance', type: 'application/json', title: 'Conformance classes' },
-        { href: `${base}/collections`, rel: 'data', type: 'application/json', title: 'The collections' }
+        { href: `${base}/collections`, rel: 'data', type: 'application/json', title: 'The collections' },
+        { href: `${base}/map`, rel: 'service-doc', type: 'text/html', title: 'The map page: your sources on a map' }
       ]
     }
   })
@@ -110,7 +133,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
 
   app.get('/collections/sources/items', {
-    onRequest: [app.authenticate],
+    onRequest: [toMapPage, app.authenticate],
     schema: {
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
       tags: ['OGC API – Features'],

@@ -36,7 +36,7 @@ export const ItemsQuerySchema = Type.Object({
   sortby: param('id, created_at, start_at or end_at, with "-" in front for descending (default id).'),
   feature_id: param('The client\'s own feature id, exactly.'),
   organisation: param('Admins only: the sources of one organisation.'),
-  f: param('Response format: json or geojson (both GeoJSON).')
+  f: param('Response format: json or geojson (both GeoJSON); html redirects to the map page.')
 }, { additionalProperties: false })
 
 export const ItemParamsSchema = Type.Object({ id: SourceIdSchema })

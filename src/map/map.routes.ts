@@ -1,0 +1,35 @@
+// The map page (GET /map): a small web page, served by the service itself, that shows an
+// organisation's sources on a Leaflet map, with sign-in, a period filter, details and delete,
+// and GeoJSON upload. Plain HTML, CSS and one script from src/map/public/, Leaflet from npm:
+// no external request but the optional basemap (MAP_TILE_URL). Every URL in the page is
+// relative, so it works behind a path prefix. The page needs no token; the data it shows does.
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import fastifyStatic from '@fastify/static'
+import type { FastifyPluginAsync } from 'fastify'
+import type { Config } from '../config.js'
+
+const PUBLIC_DIR = fileURLToPath(new URL('../../src/map/public/', import.meta.url))
+const LEAFLET_DIR = join(dirname(createRequire(import.meta.url).resolve('leaflet/package.json')), 'dist')
+
+/** The origin the basemap's tiles come from, as a CSP source ({s} subdomains as a wildcard). */
+export function tileOrigin (tileUrl: string): string | undefined {
+  if (tileUrl === 'none') return undefined
+  const match = /^(https?:)\/\/([^/]+)/.exec(tileUrl)
+  if (match === null) return undefined
+  return `${match[1] as string}//${(match[2] as string).replace(/\{s\}/g, '*').replace(/\{[a-z]\}/g, '*')}`
+}
+
+const mapRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+  const page = { config: { rateLimit: false }, schema: { hide: true } } as const
+  app.get('/map', page, async (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', PUBLIC_DIR))
+  app.get('/map/config.json', page, async () => ({
+    tileUrl: config.MAP_TILE_URL,
+    attribution: config.MAP_TILE_ATTRIBUTION
+  }))
+  await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/map/static/', decorateReply: true, index: false, schemaHide: true })
+  await app.register(fastifyStatic, { root: LEAFLET_DIR, prefix: '/map/leaflet/', decorateReply: false, index: false, schemaHide: true })
+}
+
+export default mapRoutes

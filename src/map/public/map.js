@@ -1,0 +1,419 @@
+// The map page of Source Registry: sign in (POST /token, the token kept in sessionStorage only),
+// the organisation's sources in view on a Leaflet map (OGC API items by bbox, following next
+// links up to a cap), details of a clicked source with Delete for editors, a period filter,
+// and GeoJSON upload (POST /sources). Every URL is relative to the page, so the page works behind
+// a path prefix; nothing from a source is ever inserted as HTML (textContent only).
+'use strict'
+
+;(function () {
+  const MAX_IN_VIEW = 2000 // sources drawn at most; beyond, "N more in view, zoom in"
+  const PAGE = 500
+  const TOKEN_KEY = 'source-registry-token'
+  const STYLE = {
+    registered: { color: '#1d3557', weight: 2, fillColor: '#457b9d', fillOpacity: 0.3 },
+    conflict: { color: '#b3261e', weight: 2, fillColor: '#b3261e', fillOpacity: 0.35 },
+    selected: { weight: 4 },
+    rejected: { color: '#e76f51', weight: 3, dashArray: '6 4', fillColor: '#f4a261', fillOpacity: 0.3 }
+  }
+  const $ = (id) => document.getElementById(id)
+
+  // --- session: the token lives in sessionStorage only (never a URL, cookie or localStorage) ---
+  let session = null
+  let expiryTimer
+  function claims (token) {
+    try {
+      const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
+      return JSON.parse(atob(payload))
+    } catch { return {} }
+  }
+  function loadSession () {
+    try {
+      const s = JSON.parse(sessionStorage.getItem(TOKEN_KEY) || 'null')
+      if (s && s.expiresAt > Date.now()) return s
+    } catch {}
+    sessionStorage.removeItem(TOKEN_KEY)
+    return null
+  }
+  function startSession (token, expiresIn) {
+    const c = claims(token)
+    session = { token, expiresAt: Date.now() + expiresIn * 1000, role: c.role, org: c.org }
+    sessionStorage.setItem(TOKEN_KEY, JSON.stringify(session))
+    armExpiry()
+  }
+  function armExpiry () {
+    clearTimeout(expiryTimer)
+    expiryTimer = setTimeout(() => signOut('Your session has expired: sign in again.'), Math.max(0, session.expiresAt - Date.now()))
+  }
+  function signOut (why) {
+    session = null
+    clearTimeout(expiryTimer)
+    sessionStorage.removeItem(TOKEN_KEY)
+    showSignIn()
+    if (why) say(why, { error: true })
+  }
+
+  // --- talking to the service ---
+  class ServiceError extends Error {
+    constructor (status, body) {
+      super(body && body.message ? body.message : `The service answered ${status}.`)
+      this.status = status
+      this.body = body || {}
+    }
+  }
+  async function api (path, options = {}) {
+    const headers = Object.assign({}, options.headers)
+    if (session) headers.authorization = `Bearer ${session.token}`
+    const res = await fetch(path, Object.assign({}, options, { headers }))
+    let body = null
+    try { body = await res.json() } catch {}
+    if (res.status === 401 && session) {
+      signOut(`Signed out: ${body && body.message ? body.message : 'the service no longer accepts your token'} (401). Sign in again.`)
+    }
+    if (!res.ok) throw new ServiceError(res.status, body)
+    return body
+  }
+  // The service's next links are absolute; only their query is kept, so a path prefix holds.
+  const relativeItems = (href) => `collections/sources/items${new URL(href, document.baseURI).search}`
+
+  // --- messages: always textContent ---
+  function say (text, { error = false, details = [] } = {}) {
+    $('message-text').textContent = text
+    const list = $('message-details')
+    list.replaceChildren(...details.map((d) => {
+      const li = document.createElement('li')
+      li.textContent = d
+      return li
+    }))
+    $('message').classList.toggle('error', error)
+    $('message').hidden = false
+  }
+  $('message-close').addEventListener('click', () => { $('message').hidden = true })
+
+  // --- sign in ---
+  function showSignIn () {
+    $('sign-in').hidden = false
+    $('workspace').hidden = true
+    $('sign-out').hidden = true
+    $('who').textContent = ''
+    $('email').focus()
+  }
+  $('sign-in-form').addEventListener('submit', async (event) => {
+    event.preventDefault()
+    try {
+      const body = await api('token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: $('email').value, password: $('password').value })
+      })
+      $('password').value = ''
+      $('message').hidden = true
+      startSession(body.token, body.expires_in)
+      await showWorkspace()
+    } catch (err) {
+      say(`Sign-in failed: ${err.message}${err.status ? ` (${err.status})` : ''}`, { error: true })
+    }
+  })
+  $('sign-out').addEventListener('click', () => signOut('Signed out.'))
+
+  // --- the map ---
+  let map
+  let sourcesLayer
+  let highlightLayer
+  let selected = null
+  let loadSeq = 0
+  let fittedOnce = false
+
+  function graticule () {
+    const lines = (step) => {
+      const out = []
+      for (let lon = -180; lon <= 180; lon += step) out.push([[-85, lon], [85, lon]])
+      for (let lat = -80; lat <= 80; lat += step) out.push([[lat, -180], [lat, 180]])
+      return out
+    }
+    const coarse = L.polyline(lines(10), { color: '#9aa8b5', weight: 1, interactive: false })
+    const fine = L.polyline(lines(1), { color: '#c3ccd5', weight: 0.5, interactive: false })
+    coarse.addTo(map)
+    const update = () => { if (map.getZoom() >= 5) fine.addTo(map); else fine.remove() }
+    map.on('zoomend', update)
+    update()
+  }
+
+  function legend () {
+    const control = L.control({ position: 'bottomright' })
+    control.onAdd = () => {
+      const div = L.DomUtil.create('div', 'legend')
+      for (const [cls, text] of [['registered', 'Registered'], ['conflict', 'In conflict'], ['rejected', 'Rejected upload']]) {
+        const row = document.createElement('div')
+        const swatch = document.createElement('span')
+        swatch.className = `swatch ${cls}`
+        row.append(swatch, document.createTextNode(text))
+        div.append(row)
+      }
+      return div
+    }
+    control.addTo(map)
+  }
+
+  async function createMap () {
+    if (map) return
+    const config = await (await fetch('map/config.json')).json()
+    // The view is set when the map is made: layers added to a map without one fail in Leaflet.
+    const view = readHash()
+    fittedOnce = view.center !== undefined
+    map = L.map('map', { worldCopyJump: true, minZoom: 1, center: view.center || [20, 0], zoom: view.center ? view.zoom : 2 })
+    if (config.tileUrl && config.tileUrl !== 'none') {
+      L.tileLayer(config.tileUrl, { maxZoom: 19, attribution: config.attribution }).addTo(map)
+    } else {
+      graticule()
+    }
+    sourcesLayer = L.geoJSON(null, {
+      style: (f) => (f.properties && f.properties.conflict ? STYLE.conflict : STYLE.registered),
+      onEachFeature: (f, layer) => {
+        // The drawn path names its source (attributes, never HTML): for tests and assistive tech.
+        layer.on('add', () => {
+          const path = layer.getElement()
+          if (!path) return
+          path.setAttribute('data-source-id', f.id)
+          path.setAttribute('aria-label', `Source ${(f.properties && f.properties.feature_id) || f.id}`)
+        })
+        layer.on('click', () => select(f, layer))
+        layer.on('keypress', (e) => { if (e.originalEvent.key === 'Enter') select(f, layer) })
+      }
+    }).addTo(map)
+    legend()
+    map.on('moveend', () => { writeHash(); scheduleLoad() })
+  }
+
+  // --- the URL hash keeps view and filter (never the token) ---
+  function readHash () {
+    const p = new URLSearchParams(location.hash.slice(1))
+    const out = {}
+    const m = /^(\d+)\/(-?[\d.]+)\/(-?[\d.]+)$/.exec(p.get('map') || '')
+    if (m) { out.zoom = Number(m[1]); out.center = [Number(m[2]), Number(m[3])] }
+    return out
+  }
+  function writeHash () {
+    if (!map) return
+    const c = map.getCenter()
+    const p = new URLSearchParams()
+    p.set('map', `${map.getZoom()}/${c.lat.toFixed(5)}/${c.lng.toFixed(5)}`)
+    if ($('from').value) p.set('from', $('from').value)
+    if ($('to').value) p.set('to', $('to').value)
+    history.replaceState(null, '', `#${p.toString()}`)
+  }
+  function filterFromUrl () {
+    const hash = new URLSearchParams(location.hash.slice(1))
+    const query = new URLSearchParams(location.search) // from a redirect of items?f=html
+    $('from').value = hash.get('from') || ''
+    $('to').value = hash.get('to') || ''
+    const dt = query.get('datetime')
+    if (!hash.has('from') && !hash.has('to') && dt) {
+      const [a, b] = dt.includes('/') ? dt.split('/') : [dt, dt]
+      if (a && a !== '..') $('from').value = a.slice(0, 10)
+      if (b && b !== '..') $('to').value = b.slice(0, 10)
+    }
+  }
+  function datetime () {
+    const from = $('from').value
+    const to = $('to').value
+    if (!from && !to) return null
+    return `${from ? `${from}T00:00:00Z` : '..'}/${to ? `${to}T00:00:00Z` : '..'}`
+  }
+
+  // --- loading the sources in view ---
+  // #map carries data-loading while a load is due or running (tests wait for it to go).
+  let loadTimer
+  function scheduleLoad () {
+    clearTimeout(loadTimer)
+    $('map').setAttribute('data-loading', 'true')
+    loadTimer = setTimeout(loadInView, 150)
+  }
+
+  function viewBbox () {
+    const b = map.getBounds()
+    const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v))
+    let west = b.getWest()
+    let east = b.getEast()
+    if (east - west >= 360) { west = -180; east = 180 } else {
+      const wrap = (lon) => ((((lon + 180) % 360) + 360) % 360) - 180
+      west = wrap(west); east = wrap(east)
+      if (east === -180) east = 180
+    }
+    return [west, clamp(b.getSouth(), -90, 90), east, clamp(b.getNorth(), -90, 90)].map((v) => Number(v.toFixed(6))).join(',')
+  }
+
+  async function loadInView () {
+    clearTimeout(loadTimer)
+    $('map').setAttribute('data-loading', 'true')
+    const seq = ++loadSeq
+    try {
+      await load(seq)
+    } finally {
+      if (seq === loadSeq) $('map').removeAttribute('data-loading')
+    }
+  }
+
+  async function load (seq) {
+    if (!session || !map) return
+    const params = new URLSearchParams({ bbox: viewBbox(), limit: String(PAGE) })
+    const dt = datetime()
+    if (dt) params.set('datetime', dt)
+    let url = `collections/sources/items?${params}`
+    const features = []
+    let matched
+    try {
+      while (url && features.length < MAX_IN_VIEW) {
+        const page = await api(url)
+        if (seq !== loadSeq) return
+        if (matched === undefined && page.numberMatched !== undefined) matched = page.numberMatched
+        features.push(...page.features)
+        const next = (page.links || []).find((l) => l.rel === 'next')
+        url = next ? relativeItems(next.href) : null
+      }
+    } catch (err) {
+      if (seq === loadSeq && err.status !== 401) say(`Could not load the sources: ${err.message}`, { error: true })
+      return
+    }
+    sourcesLayer.clearLayers()
+    sourcesLayer.addData(features)
+    const more = url ? (matched !== undefined ? `${matched - features.length} more` : 'More') : ''
+    $('more').textContent = more ? `${more} in view: zoom in to see them.` : ''
+    $('more').hidden = !more
+    if (selected) {
+      const again = sourcesLayer.getLayers().find((l) => l.feature.id === selected.id)
+      if (again) again.setStyle(STYLE.selected); else closePanel()
+    }
+  }
+
+  async function fitToExtent () {
+    try {
+      const collection = await api('collections/sources')
+      const bbox = collection.extent && collection.extent.spatial && collection.extent.spatial.bbox[0]
+      if (bbox && bbox.length === 4) map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]], { padding: [20, 20], maxZoom: 14 })
+    } catch (err) {
+      if (err.status !== 401) say(`Could not read the collection: ${err.message}`, { error: true })
+    }
+  }
+
+  // --- details panel ---
+  function row (dl, term, value) {
+    const dt = document.createElement('dt')
+    dt.textContent = term
+    const dd = document.createElement('dd')
+    dd.textContent = value
+    dl.append(dt, dd)
+  }
+  function select (feature, layer) {
+    if (selected && selected.layer) sourcesLayer.resetStyle(selected.layer)
+    selected = { id: feature.id, layer }
+    layer.setStyle(STYLE.selected)
+    const p = feature.properties || {}
+    const dl = $('details')
+    dl.replaceChildren()
+    row(dl, 'Id', feature.id)
+    row(dl, 'Feature id', p.feature_id)
+    row(dl, 'Period', `${p.start_at} – ${p.end_at}`)
+    row(dl, 'Area', `${(p.area_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha`)
+    row(dl, 'Created', p.created_at)
+    if (session.role === 'admin') row(dl, 'Organisation', p.organisation)
+    const conflicts = Array.isArray(p.conflicts) ? p.conflicts : []
+    $('conflicts').replaceChildren(...(conflicts.length === 0
+      ? [Object.assign(document.createElement('li'), { textContent: p.conflict === undefined ? 'Not checked by this service.' : 'None.' })]
+      : conflicts.map((c) => Object.assign(document.createElement('li'), {
+        textContent: `${c.id}: ${(c.overlap_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha (${Math.round(c.overlap_ratio * 100)} %)`
+      }))))
+    $('delete').hidden = !(session.role === 'editor' || session.role === 'admin')
+    $('panel').hidden = false
+    $('panel-close').focus()
+  }
+  function closePanel () {
+    if (selected && selected.layer) sourcesLayer.resetStyle(selected.layer)
+    selected = null
+    $('panel').hidden = true
+  }
+  $('panel-close').addEventListener('click', closePanel)
+  $('delete').addEventListener('click', async () => {
+    if (!selected) return
+    const id = selected.id
+    if (!confirm(`Delete source ${id}? This cannot be undone.`)) return
+    try {
+      await api(`sources/?id=${encodeURIComponent(id)}`, { method: 'DELETE' })
+      closePanel()
+      say(`Deleted ${id}.`)
+      await loadInView()
+    } catch (err) {
+      if (err.status !== 401) say(`Could not delete ${id}: ${err.message} (${err.status})`, { error: true })
+    }
+  })
+
+  // --- period filter ---
+  $('filter').addEventListener('submit', (event) => { event.preventDefault(); writeHash(); loadInView() })
+  $('clear-filter').addEventListener('click', () => { $('from').value = ''; $('to').value = ''; writeHash(); loadInView() })
+
+  // --- upload: the file's FeatureCollection as is ---
+  async function upload (file) {
+    if (highlightLayer) { highlightLayer.remove(); highlightLayer = null }
+    const text = await file.text()
+    let parsed = null
+    try { parsed = JSON.parse(text) } catch {}
+    try {
+      const body = await api('sources', { method: 'POST', headers: { 'content-type': 'application/geo+json' }, body: text })
+      const ids = (body.sources || []).map((s) => `${s.id} (${s.feature_id})`)
+      say(`${file.name}: ${body.message}`, { details: ids })
+      await loadInView()
+    } catch (err) {
+      if (err.status === 401) return
+      const details = Array.isArray(err.body.details) ? err.body.details : []
+      say(`${file.name} was not registered: ${err.message} (${err.status || 'no answer'})`, {
+        error: true,
+        details: details.map((d) => `${d.pointer || ''}${d.pointer ? ': ' : ''}${d.message || ''}`)
+      })
+      highlight(parsed, details)
+    }
+  }
+  // The features a rejection points at (/features/N/…), drawn dashed where they have a geometry.
+  function highlight (collection, details) {
+    if (!collection || !Array.isArray(collection.features)) return
+    const indexes = new Set(details.map((d) => /^\/features\/(\d+)/.exec(d.pointer || '')).filter(Boolean).map((m) => Number(m[1])))
+    const shapes = [...indexes].map((i) => collection.features[i]).filter((f) => f && f.geometry && f.geometry.type === 'Polygon')
+    if (shapes.length === 0) return
+    try {
+      highlightLayer = L.geoJSON({ type: 'FeatureCollection', features: shapes.map((f) => ({ type: 'Feature', properties: {}, geometry: f.geometry })) }, {
+        style: () => Object.assign({ className: 'sr-rejected' }, STYLE.rejected),
+        interactive: false
+      }).addTo(map)
+      map.fitBounds(highlightLayer.getBounds(), { padding: [30, 30], maxZoom: 14 })
+    } catch { /* a geometry Leaflet cannot draw: the message says why */ }
+  }
+  $('upload').addEventListener('change', (event) => {
+    const file = event.target.files[0]
+    if (file) upload(file)
+    event.target.value = ''
+  })
+  const mapDiv = $('map')
+  mapDiv.addEventListener('dragover', (event) => { event.preventDefault(); mapDiv.classList.add('dropping') })
+  mapDiv.addEventListener('dragleave', () => mapDiv.classList.remove('dropping'))
+  mapDiv.addEventListener('drop', (event) => {
+    event.preventDefault()
+    mapDiv.classList.remove('dropping')
+    const file = event.dataTransfer.files[0]
+    if (file) upload(file)
+  })
+
+  // --- the workspace ---
+  async function showWorkspace () {
+    $('sign-in').hidden = true
+    $('workspace').hidden = false
+    $('sign-out').hidden = false
+    $('who').textContent = `${session.org || ''} · ${session.role || ''}`
+    filterFromUrl()
+    await createMap()
+    map.invalidateSize()
+    if (!fittedOnce) { fittedOnce = true; await fitToExtent() }
+    await loadInView()
+    clearTimeout(loadTimer) // the fit's moveend: this load already covers the view
+  }
+
+  session = loadSession()
+  if (session) { armExpiry(); showWorkspace() } else showSignIn()
+})()

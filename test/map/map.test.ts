@@ -1,0 +1,47 @@
+// The map page as served: the page and its assets (Leaflet from npm, no CDN), the security
+// headers (a CSP without inline script or style, nosniff, frames denied), the basemap's origin in
+// img-src, the landing page's link to it, and items asked for as HTML sent to it with the query.
+import t from 'tap'
+import { build } from '../helper.js'
+
+const { app } = await build(t)
+
+t.test('the page, its script and Leaflet, with strict security headers', async (t) => {
+  const page = await app.inject({ method: 'GET', url: '/map' })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-type'], /^text\/html/)
+  const csp = String(page.headers['content-security-policy'])
+  t.match(csp, /script-src 'self'(;|$)/, 'scripts only from the service')
+  t.notMatch(csp, /unsafe-inline|unsafe-eval/)
+  t.match(csp, /frame-ancestors 'none'/)
+  t.equal(page.headers['x-content-type-options'], 'nosniff')
+  t.equal(page.headers['x-frame-options'], 'DENY')
+  t.notMatch(page.body, /<script>|<script [^>]*>[^<]|\son[a-z]+=/i, 'no inline script or handler in the page')
+  for (const src of page.body.match(/(?<=(src|href)=")[^"]+(?=")/g) ?? []) {
+    if (src.startsWith('data:')) continue
+    t.notMatch(src, /^(https?:)?\/\//, `${src}: relative, nothing from elsewhere`)
+    t.equal((await app.inject({ method: 'GET', url: `/${src}` })).statusCode, 200, `${src} is served`)
+  }
+  const config = await app.inject({ method: 'GET', url: '/map/config.json' })
+  t.same(config.json(), { tileUrl: 'none', attribution: '' })
+})
+
+t.test('a basemap\'s origin is allowed for images, and nothing else', async (t) => {
+  const { app: withTiles } = await build(t, { MAP_TILE_URL: 'https://{s}.tiles.example.org/{z}/{x}/{y}.png' })
+  const csp = String((await withTiles.inject({ method: 'GET', url: '/map' })).headers['content-security-policy'])
+  t.match(csp, /img-src 'self' data: https:\/\/\*\.tiles\.example\.org(;|$)/)
+  t.match(csp, /connect-src 'self'(;|$)/)
+})
+
+t.test('the landing page links the map; items asked for as HTML are sent to it with their query', async (t) => {
+  const landing = (await app.inject({ method: 'GET', url: '/' })).json() as { links: Array<{ rel: string, type: string, href: string }> }
+  t.match(landing.links.find((l) => l.rel === 'service-doc'), { type: 'text/html', href: /\/map$/ })
+  const browser = await app.inject({ method: 'GET', url: '/collections/sources/items?bbox=1,2,3,4&datetime=2024-01-01T00:00:00Z/..', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } })
+  t.equal(browser.statusCode, 303, 'no token needed: the page signs in')
+  t.equal(browser.headers.location, '../../map?bbox=1%2C2%2C3%2C4&datetime=2024-01-01T00%3A00%3A00Z%2F..')
+  const f = await app.inject({ method: 'GET', url: '/collections/sources/items?f=html&limit=5' })
+  t.same([f.statusCode, f.headers.location], [303, '../../map?limit=5'])
+  const gdal = await app.inject({ method: 'GET', url: '/collections/sources/items', headers: { accept: 'application/geo+json, application/json' } })
+  t.equal(gdal.statusCode, 401, 'GeoJSON clients still need their token')
+  t.equal((await app.inject({ method: 'GET', url: '/collections/sources/items?f=xml' })).statusCode, 401, 'an unknown f is checked after authentication')
+})
