@@ -13,6 +13,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY sql ./sql
+# The map page's HTML, CSS and script (dist/map/map.routes.js serves them from here).
+COPY src/map/public ./src/map/public
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:3000/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
