@@ -7,6 +7,8 @@
 /// <reference lib="dom" />
 import t from 'tap'
 import { existsSync } from 'node:fs'
+import { type AddressInfo } from 'node:net'
+import { createServer, request } from 'node:http'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -157,6 +159,28 @@ async function inBrowser (executablePath: string): Promise<void> {
     await page.waitForSelector('#sign-in:not([hidden])')
     t.match(await text('#message-text'), /Signed out: .+\(401\)/)
     t.equal(await page.evaluate(() => sessionStorage.length), 0, 'the token is gone')
+  })
+
+  t.test('behind a path prefix (a proxy serving the service under /registry/)', async (t) => {
+    const upstream = new URL(service.base)
+    const proxy = createServer((req, res) => {
+      if (!req.url?.startsWith('/registry/')) { res.writeHead(404).end(); return }
+      const forward = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url.slice('/registry'.length), headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers)
+        up.pipe(res)
+      })
+      req.pipe(forward)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => { proxy.close() })
+    const prefixed = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/registry`
+    await page.goto(`${prefixed}/collections/sources/items?f=html&bbox=9.9,49.9,11.1,50.4`)
+    t.equal(page.url(), `${prefixed}/map?bbox=9.9%2C49.9%2C11.1%2C50.4`, 'items as HTML: the map page, under the prefix, with the query')
+    await page.type('#email', editor.email)
+    await page.type('#password', editor.password)
+    await page.click('#sign-in-form button[type=submit]')
+    await waitForPaths(mine.length - 1)
+    await page.click('#sign-out')
   })
 
   t.test('no errors in the page (CSP included), and a screenshot', async (t) => {

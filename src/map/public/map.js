@@ -409,6 +409,12 @@
     filterFromUrl()
     await createMap()
     map.invalidateSize()
+    const bbox = (new URLSearchParams(location.search).get('bbox') || '').split(',').map(Number)
+    if (!fittedOnce && bbox.length === 4 && bbox.every(Number.isFinite) && bbox[0] <= bbox[2]) {
+      // From a redirect of items?bbox=…&f=html: that box is the first view.
+      fittedOnce = true
+      map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]])
+    }
     if (!fittedOnce) { fittedOnce = true; await fitToExtent() }
     await loadInView()
     clearTimeout(loadTimer) // the fit's moveend: this load already covers the view
