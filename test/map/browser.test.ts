@@ -2,8 +2,9 @@
 // download), against the service in its own process on a throwaway database, MAP_TILE_URL=none.
 // Signs in (a wrong password shows the 401), sees exactly its organisation's polygons, reads a
 // source's id and period in the panel, deletes as an editor (a viewer has no Delete), uploads a
-// file with a bad polygon and sees the pointer, shows a hostile feature id as text, is signed out
-// on a 401, and leaves a screenshot in test-output/map/.
+// file with a bad polygon and sees the pointer, drops a file on the map and sees its area, shows
+// a hostile feature id as text, works behind a path prefix, is signed out on a 401, and leaves
+// a screenshot in test-output/map/.
 /// <reference lib="dom" />
 import t from 'tap'
 import { existsSync } from 'node:fs'
@@ -139,6 +140,21 @@ async function inBrowser (executablePath: string): Promise<void> {
     await page.screenshot({ path: 'test-output/map/upload-rejected.png' })
   })
 
+  t.test('drop a GeoJSON file on the map: the created ids, the areas drawn', async (t) => {
+    const dropped = JSON.stringify(collection(feature('dropped-1', { coordinates: box(11.41, 50.01) })))
+    await page.evaluate((text) => {
+      const data = new DataTransfer()
+      data.items.add(new File([text], 'dropped.geojson', { type: 'application/geo+json' }))
+      document.querySelector('#map')?.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }))
+    }, dropped)
+    await page.waitForFunction(() => document.querySelector('#message-text')?.textContent?.includes('created'), { timeout: 15_000 })
+    t.match(await text('#message-text'), 'dropped.geojson: Source created.')
+    t.match(await text('#message-details'), /src_\w+ \(dropped-1\)/)
+    const id = /src_\w+/.exec(await text('#message-details'))?.[0] as string
+    await page.waitForFunction((id) => !document.querySelector('#map[data-loading]') && document.querySelector(`path[data-source-id="${id}"]`) !== null, { timeout: 15_000 }, id)
+    mine.push({ id, feature_id: 'dropped-1' })
+  })
+
   t.test('a viewer sees no Delete', async (t) => {
     await page.click('#sign-out')
     await signIn(viewer)
@@ -174,8 +190,8 @@ async function inBrowser (executablePath: string): Promise<void> {
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
     t.teardown(() => { proxy.close() })
     const prefixed = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/registry`
-    await page.goto(`${prefixed}/collections/sources/items?f=html&bbox=9.9,49.9,11.1,50.4`)
-    t.equal(page.url(), `${prefixed}/map?bbox=9.9%2C49.9%2C11.1%2C50.4`, 'items as HTML: the map page, under the prefix, with the query')
+    await page.goto(`${prefixed}/collections/sources/items?f=html&bbox=9.9,49.9,11.6,50.4`)
+    t.equal(page.url(), `${prefixed}/map?bbox=9.9%2C49.9%2C11.6%2C50.4`, 'items as HTML: the map page, under the prefix, with the query')
     await page.type('#email', editor.email)
     await page.type('#password', editor.password)
     await page.click('#sign-in-form button[type=submit]')
