@@ -174,7 +174,7 @@ t.test('every bad value is a 400 naming its parameter, never a 500; limits clamp
     ['datetime=a/b/c', '?datetime'], ['datetime=', '?datetime'], ['datetime=2024-01-01T10:00:00', '?datetime'],
     ['limit=0', '?limit'], ['limit=-1', '?limit'], ['limit=1.5', '?limit'], ['limit=1e3', '?limit'], ['limit=abc', '?limit'],
     ['sortby=', '?sortby'], ['sortby=geometry', '?sortby'], ['sortby=--id', '?sortby'],
-    ['cursor=abc', '?cursor'], ['cursor=%00', '?cursor'], ['f=html', '?f'], ['colour=red', '?colour'], ['limit=1&limit=2', '?limit']
+    ['cursor=abc', '?cursor'], ['cursor=%00', '?cursor'], ['f=xml', '?f'], ['colour=red', '?colour'], ['limit=1&limit=2', '?limit']
   ]
   for (const [query, pointer] of cases) {
     const res = await get(`/collections/sources/items?${query}`)
