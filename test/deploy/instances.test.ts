@@ -1,13 +1,15 @@
 // Two instances of the service (their own processes) on one database and one Redis, as behind a
 // load balancer: the login throttle counts failures across both, the rate limit is shared, a
-// source created on one is read and deleted on the other, an account change reaches both within
-// ACCOUNT_CACHE_TTL_SECONDS, the rate limit fails open while Redis is away (and holds again when it
-// is back), and killing one instance leaves the other serving.
+// source created on one is read and deleted on the other, account changes (disable, role,
+// password) reach both within ACCOUNT_CACHE_TTL_SECONDS, the rate limit fails open while Redis
+// is away (and holds again when it is back), and killing one instance leaves the other serving.
 import t from 'tap'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
+import { setAccountPassword } from '../../src/accounts/accounts.repository.js'
+import { hashPassword } from '../../src/accounts/passwords.js'
 import { addAccount, backend, collection, createDatabase, feature, freePort, startService, targetConfig } from '../helper.js'
 
 const hasRedis = spawnSync('redis-server', ['--version']).status === 0
@@ -44,6 +46,7 @@ async function instances (): Promise<void> {
   const limited = await addAccount(db, { role: 'viewer', organisation: 'org-a' })
   const leaving = await addAccount(db, { role: 'editor', organisation: 'org-a' })
   const survivor = await addAccount(db, { role: 'editor', organisation: 'org-a' })
+  const changing = await addAccount(db, { role: 'editor', organisation: 'org-a' })
 
   const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}`, RATE_LIMIT_MAX: '40', LOGIN_MAX_FAILURES: '5', ACCOUNT_CACHE_TTL_SECONDS: '1' }
   const [a, b] = await Promise.all([startService(t, target, env), startService(t, target, env)])
@@ -84,6 +87,18 @@ async function instances (): Promise<void> {
     await sql`UPDATE accounts SET disabled = true WHERE email = ${leaving.email}`.execute(db)
     await new Promise((resolve) => setTimeout(resolve, 1500))
     t.same([(await get(a.base, '/collections/sources', token)).status, (await get(b.base, '/collections/sources', token)).status], [401, 401])
+  })
+
+  t.test('a role change and a password change reach both instances too', async (t) => {
+    const token = await tokenOf(a.base, changing)
+    const postOn = async (base: string, id: string) => (await fetch(`${base}/sources`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(collection(feature(id))) })).status
+    t.same([await postOn(a.base, 'role-1'), await postOn(b.base, 'role-2')], [201, 201])
+    await sql`UPDATE accounts SET role = 'viewer' WHERE email = ${changing.email}`.execute(db)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    t.same([await postOn(a.base, 'role-3'), await postOn(b.base, 'role-4')], [403, 403], 'now a viewer on both')
+    await setAccountPassword(db, changing.email, await hashPassword('a brand new password 1234'))
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    t.same([(await get(a.base, '/collections/sources', token)).status, (await get(b.base, '/collections/sources', token)).status], [401, 401], 'tokens from before the password change')
   })
 
   t.test('Redis away: the rate limit fails open with a warning, logins still work; back: enforced again', async (t) => {
