@@ -1,0 +1,124 @@
+// Conflicts in the database (sql/007): the view source_conflicts holds every pair of sources whose
+// periods overlap (half-open) and whose areas still intersect after each is shrunk inward by
+// sources_conflict_tolerance_m() (9 m), in both directions, across organisations, for rows
+// written with plain SQL; with the overlap's area, ratio and period.
+import t from 'tap'
+import { sql } from 'kysely'
+import { addAccount, build } from '../helper.js'
+
+const { db } = await build(t)
+const owner = await addAccount(db, { role: 'editor', organisation: 'org-a' })
+
+let n = 0
+const nextId = () => `src_conflict${String(++n).padStart(8, '0')}`
+/** A box in lon/lat degrees. */
+const box = (w: number, s: number, e: number, north: number) => `POLYGON((${w} ${s},${e} ${s},${e} ${north},${w} ${north},${w} ${s}))`
+// Metres at the equator, in degrees: 1° of longitude is 111,319.49 m there.
+const m = (metres: number) => metres / 111319.49
+
+async function insert (geom: string, { period = '[2024-01-01Z,2024-02-01Z)', org = 'org-a' }: { period?: string, org?: string } = {}): Promise<string> {
+  const id = nextId()
+  await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES (
+    ${id}, ${`f${n}`}, ${org}, ${owner.id}::uuid, ST_GeomFromText(${geom}, 4326), ${period}::tstzrange)`.execute(db)
+  return id
+}
+async function conflictsOf (id: string): Promise<Array<{ other_id: string, overlap_m2: number, overlap_ratio: number, overlap_period: string }>> {
+  return (await sql<{ other_id: string, overlap_m2: number, overlap_ratio: number, overlap_period: string }>`
+    SELECT other_id, overlap_m2, overlap_ratio, overlap_period::text AS overlap_period FROM source_conflicts WHERE source_id = ${id} ORDER BY other_id`.execute(db)).rows
+}
+const others = async (id: string) => (await conflictsOf(id)).map((c) => c.other_id)
+
+t.test('touching edges, and an overlap thinner than the band: no conflict', async (t) => {
+  const a = await insert(box(0, 0, 0.01, 0.01))
+  const touching = await insert(box(0.01, 0, 0.02, 0.01))
+  const thin = await insert(box(0.01 - m(17), 0.02, 0.02, 0.03))
+  const under = await insert(box(0, 0.02, 0.01, 0.03))
+  t.same(await others(a), [])
+  t.same(await others(touching), [])
+  t.same(await others(thin), [], 'a 17 m wide overlap: shrunk by 9 m on each side, nothing is left')
+  t.same(await others(under), [])
+})
+
+t.test('an overlap deeper than the band: a conflict, in both directions, with its area', async (t) => {
+  const a = await insert(box(1, 0, 1.01, 0.01))
+  const b = await insert(box(1.005, 0.005, 1.015, 0.015))
+  const [ab] = await conflictsOf(a)
+  const [ba] = await conflictsOf(b)
+  t.equal(ab?.other_id, b)
+  t.equal(ba?.other_id, a)
+  const expected = Number((await sql<{ area: number }>`SELECT lonlat_area_m2(ST_GeomFromText(${box(1.005, 0.005, 1.01, 0.01)}, 4326)) AS area`.execute(db)).rows[0]?.area)
+  t.ok(Math.abs((ab?.overlap_m2 ?? 0) - expected) < 1e-6, `overlap ${ab?.overlap_m2} m², the intersection box's ${expected}`)
+  t.ok(Math.abs((ab?.overlap_ratio ?? 0) - 0.25) < 1e-3, 'a quarter of each')
+  t.equal(ab?.overlap_m2, ba?.overlap_m2, 'symmetric')
+})
+
+t.test('the band\'s edge: 20 m deep conflicts, 17 m does not (the exact test, on the ellipsoid)', async (t) => {
+  // 100 m long strips: too short for the area bound, so the shrunk intersection decides.
+  const base = await insert(box(2, 0, 2.01, m(100)))
+  const deep = await insert(box(2.01 - m(20), 0, 2.02, m(100)), { period: '[2024-01-10Z,2024-03-01Z)' })
+  const shallow = await insert(box(2 - 0.01, 0, 2 + m(17), m(100)), { period: '[2024-01-10Z,2024-03-01Z)' })
+  t.same(await others(base), [deep])
+  t.same(await others(shallow), [])
+  t.equal((await conflictsOf(base))[0]?.overlap_period, '["2024-01-10 00:00:00+00","2024-02-01 00:00:00+00")', 'the common period')
+})
+
+t.test('the exact test both ways: a 19 m strip holds a 9 m disk, a thin triangle does not', async (t) => {
+  const base = await insert(box(2.5, 0, 2.51, m(100)))
+  const strip = await insert(box(2.51 - m(19), 0, 2.52, m(100)))
+  t.same(await others(strip), [base], '19 m wide: 1 m is left after shrinking')
+  // A right triangle with legs of 100 m and 19 m has an inscribed circle of radius 8.6 m: no 9 m
+  // disk fits, though its bounding box is wider than 18 m both ways.
+  const triangle = await insert(`POLYGON((2.6 0,${2.6 + m(100)} 0,2.6 ${m(19)},2.6 0))`)
+  const cover = await insert(box(2.599, -0.001, 2.602, 0.001))
+  t.same(await others(triangle), [], 'inside the cover, and too thin to be claimed twice')
+  t.same(await others(cover), [])
+})
+
+t.test('periods: adjacent [a,b) and [b,c) do not conflict, overlapping ones do', async (t) => {
+  const a = await insert(box(3, 0, 3.01, 0.01), { period: '[2024-01-01Z,2024-02-01Z)' })
+  const next = await insert(box(3, 0, 3.01, 0.01), { period: '[2024-02-01Z,2024-03-01Z)' })
+  t.same(await others(a), [])
+  t.same(await others(next), [])
+  const overlapping = await insert(box(3, 0, 3.01, 0.01), { period: '[2024-01-31T23:59:59Z,2024-02-02Z)' })
+  t.same((await others(overlapping)).sort(), [a, next].sort(), 'the same area, one second in common with each')
+})
+
+t.test('three-way overlap, across organisations; a large area against many small ones', async (t) => {
+  const a = await insert(box(4, 0, 4.02, 0.02))
+  const b = await insert(box(4.01, 0, 4.03, 0.02), { org: 'org-b' })
+  const c = await insert(box(4.005, 0.01, 4.025, 0.03), { org: 'org-c' })
+  t.same(await others(a), [b, c].sort())
+  t.same(await others(b), [a, c].sort())
+  t.same(await others(c), [a, b].sort())
+  const small = []
+  for (let i = 0; i < 20; i++) small.push(await insert(box(5 + i * 0.01, 0, 5 + i * 0.01 + 0.005, 0.005)))
+  const large = await insert(box(4.999, -0.001, 5.2, 0.006))
+  t.same(await others(large), small.sort())
+  for (const s of small.slice(0, 3)) t.same(await others(s), [large])
+})
+
+t.test('areas at the antimeridian: adjacent across it, no conflict; overlapping on one side, a conflict', async (t) => {
+  const east = await insert(box(179.99, 10, 180, 10.01))
+  const west = await insert(box(-180, 10, -179.99, 10.01))
+  t.same(await others(east), [])
+  t.same(await others(west), [])
+  const eastToo = await insert(box(179.995, 10, 180, 10.01))
+  t.same(await others(east), [eastToo])
+})
+
+t.test('plain SQL: an inserted row conflicts at once, a deleted one is gone from its partner at once', async (t) => {
+  const a = await insert(box(6, 0, 6.01, 0.01))
+  const b = await insert(box(6.005, 0, 6.015, 0.01))
+  t.same(await others(a), [b])
+  await sql`DELETE FROM sources WHERE id = ${b}`.execute(db)
+  t.same(await others(a), [])
+})
+
+t.test('the view and its functions are documented', async (t) => {
+  const comments = (await sql<{ name: string, comment: string | null }>`
+    SELECT 'view' AS name, obj_description('source_conflicts'::regclass, 'pg_class') AS comment
+    UNION ALL SELECT a.attname, col_description('source_conflicts'::regclass, a.attnum) FROM pg_attribute a WHERE a.attrelid = 'source_conflicts'::regclass AND a.attnum > 0
+    UNION ALL SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p WHERE p.proname IN ('sources_conflict_tolerance_m', 'lonlat_fits_disk', 'lonlat_polygonal_area_m2')`.execute(db)).rows
+  t.same(comments.filter((c) => c.comment === null || c.comment === '').map((c) => c.name), [])
+  t.equal(comments.length, 9)
+})
