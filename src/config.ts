@@ -34,7 +34,7 @@ export const ConfigSchema = Type.Object({
   TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800 }),
   ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status is trusted without reading the database.' }),
 
-  MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', minLength: 1, description: 'The map page\'s basemap tiles ({z}/{x}/{y}, optionally {s}); "none" for an offline page on a plain background with a graticule.' }),
+  MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', pattern: '^(none|https?://[^/]+/.*)$', description: 'The map page\'s basemap tiles ({z}/{x}/{y}, optionally {s}); "none" for an offline page on a plain background with a graticule.' }),
   MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' }),
   ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
   ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: numberMatched is counted on a first page up to this many matches and left out beyond.' }),
@@ -46,7 +46,7 @@ export const ConfigSchema = Type.Object({
 
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),
-  REDIS_URL: Type.Optional(Type.String({ minLength: 1, description: 'redis://host:port: rate-limit counters shared by every instance. Without it each process counts alone.' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'redis://host:port: rate-limit counters shared by every instance. Without it each process counts alone.' })),
   REDIS_TIMEOUT_MS: Type.Integer({ default: 500, minimum: 10, description: 'A rate-limit check waits this long for Redis; then the request is let through (fail open) and a warning logged.' }),
   LOGIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1, description: 'Failed logins per (address, e-mail) pair per window before that pair gets 429.' }),
   LOGIN_ADDRESS_MAX_FAILURES: Type.Integer({ default: 20, minimum: 1, description: 'Failed logins per address (any e-mail) per window before that address gets 429.' }),

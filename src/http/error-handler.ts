@@ -39,6 +39,16 @@ function clientMessage (code: ErrorCode, message: string, request: FastifyReques
   return message
 }
 
+/**
+ * A 5xx's error for the log, with the one-line fix when it is a known misconfiguration: a
+ * transaction pooler refuses the startup packet (a 503) or meets a named statement of another
+ * session (a 500).
+ */
+function logged (err: Error): { err: Error, hint?: string } {
+  const hint = poolerHint(err)
+  return hint === undefined ? { err } : { err, hint }
+}
+
 function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, headers: Record<string, string>): ErrorBody {
   if (err instanceof ApiError) {
     Object.assign(headers, err.headers)
@@ -59,8 +69,7 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
     return { status: 422, code: 'INVALID_DATA', message: 'The database rejected a value in the request as invalid.' }
   }
   if (isDatabaseUnavailable(err)) {
-    const hint = poolerHint(err)
-    request.log.error({ err, ...(hint !== undefined ? { hint } : {}) }, 'database unavailable')
+    request.log.error(logged(err), 'database unavailable')
     headers['retry-after'] = DB_RETRY_AFTER_SECONDS
     return { status: 503, code: 'SERVICE_UNAVAILABLE', message: `The database is unavailable; retry later (request ${request.id}).` }
   }
@@ -69,7 +78,7 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
     const code = FASTIFY_CODES[(err as FastifyError).code] ?? codeForStatus(status)
     return { status, code, message: clientMessage(code, err.message, request) }
   }
-  request.log.error({ err }, 'unhandled error')
+  request.log.error(logged(err), 'unhandled error')
   return { status: 500, code: 'INTERNAL_ERROR', message: `Internal server error (request ${request.id}).` }
 }
 

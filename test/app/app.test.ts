@@ -95,4 +95,9 @@ t.test('config: defaults, and one clear line for a missing or bad variable', asy
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: 'short' }), /JWT_SECRET must NOT have fewer than 32 characters/)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, PORT: 'eighty' }), /PORT/)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, ACCOUNT_CACHE_TTL_SECONDS: '120' }), /ACCOUNT_CACHE_TTL_SECONDS/)
+  // A basemap the page's Content-Security-Policy could not allow, or a Redis URL ioredis would
+  // read as a host name, stop the start instead of failing quietly later.
+  t.throws(() => loadConfig({ MAP_TILE_URL: 'tile.openstreetmap.org/{z}/{x}/{y}.png' }), /MAP_TILE_URL must match pattern/)
+  t.match(loadConfig({ MAP_TILE_URL: 'none' }), { MAP_TILE_URL: 'none' })
+  t.throws(() => loadConfig({ REDIS_URL: '127.0.0.1:6379' }), /REDIS_URL must match pattern/)
 })

@@ -53,6 +53,14 @@ async function throughPgBouncer (): Promise<void> {
     t.equal(Number(locks.rows[0]?.n), 0, 'no advisory lock left behind on a pooled server connection')
   })
 
+  t.test('the service in DB_POOL_MODE=session through the pooler: 503, and the log says what to set', async (t) => {
+    const service = await startService(t, pooled.toString(), { DB_POOL_MODE: 'session' })
+    const res = await fetch(`${service.base}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'nobody@example.org', password: 'whatever password' }) })
+    t.equal(res.status, 503)
+    t.match(await res.json(), { status: 503, code: 'SERVICE_UNAVAILABLE' })
+    t.match(await service.waitFor(/database unavailable/, 10_000), /set DB_POOL_MODE=transaction/)
+  })
+
   t.test('16 concurrent POST+GET loops through the pooler: every answer 201/200, times as sent', async (t) => {
     const password = 'pooled password 1234'
     const added = await cli(['account', 'add', '--email', 'pooled@example.org', '--org', 'org-p', '--role', 'editor', '--password-stdin'], 'transaction', password)
