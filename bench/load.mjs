@@ -26,11 +26,24 @@ const feature = (id, vertices, i = 0) => ({ type: 'Feature', id, properties: { s
 // A collection body with @@ where the per-request unique part of each feature id goes.
 const template = (n, vertices) => JSON.stringify({ type: 'FeatureCollection', features: Array.from({ length: n }, (_, i) => feature(`@@-${i}`, vertices, i)) })
 const postTemplate = template(s.features ?? 1, s.vertices ?? 5)
+// `region` [west, south, east, north, size]: each request's features are boxes of `size`° at
+// random places in the region instead (bench/conflicts.mjs: new sources in a dense region).
+const regionBody = (id) => {
+  const [w, so, e, n, size] = s.region
+  return JSON.stringify({
+    type: 'FeatureCollection',
+    features: Array.from({ length: s.features ?? 1 }, (_, i) => {
+      const x = +(w + Math.random() * (e - w - size)).toFixed(6)
+      const y = +(so + Math.random() * (n - so - size)).toFixed(6)
+      return { type: 'Feature', id: `${id}-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: [[[x, y], [x + size, y], [x + size, y + size], [x, y + size], [x, y]]] } }
+    })
+  })
+}
 
 const requests = {
   token: () => ({ method: 'POST', path: '/token', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: s.email, password: s.password }) }),
   get: () => ({ method: 'GET', path: `/sources/?id=${randomGet()}`, headers: auth }),
-  post: () => ({ method: 'POST', path: '/sources', headers: { ...auth, 'content-type': 'application/json' }, body: postTemplate.replaceAll('@@', unique()) }),
+  post: () => ({ method: 'POST', path: `/sources${s.query ?? ''}`, headers: { ...auth, 'content-type': 'application/json' }, body: s.region ? regionBody(unique()) : postTemplate.replaceAll('@@', unique()) }),
   delete: () => ({ method: 'DELETE', path: `/sources/?id=${seededId(nextDelete++)}`, headers: auth })
 }
 const mixed = () => {

@@ -6,7 +6,9 @@ import pg from 'pg'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { randomBytes } from 'node:crypto'
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: '-c TimeZone=UTC' })
+// NAIVE_PG_OPTIONS: more startup options (bench/conflicts.mjs turns the conflict triggers off
+// with -c session_replication_role=replica: the naive handler checks nothing).
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.DB_POOL_MAX ?? 10), options: `-c TimeZone=UTC ${process.env.NAIVE_PG_OPTIONS ?? ''}`.trim() })
 const org = process.env.ORG
 const accountId = process.env.ACCOUNT_ID
 const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024, routerOptions: { ignoreTrailingSlash: true } })

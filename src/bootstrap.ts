@@ -13,6 +13,7 @@ import { migrate } from './db/migrate.js'
 import { type OpenedDatabase, openDatabase } from './db/open.js'
 import { hasAnyAccount, insertAccount } from './accounts/accounts.repository.js'
 import { hashPassword } from './accounts/passwords.js'
+import { applyConflictTolerance, storedConflictTolerance } from './sources/sources.repository.js'
 
 interface Log { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }
 
@@ -45,6 +46,25 @@ async function firstAdmin (db: Kysely<Database>, config: Config): Promise<Starte
   return config.ADMIN_PASSWORD === undefined ? { email, password } : undefined
 }
 
+/**
+ * On the server backend the tolerance is applied by `make migrate`; a service configured with
+ * another one would answer conflicts computed with a rule it does not state, so it refuses to
+ * start. A database it cannot reach yet is not a reason to refuse (/ready says 503 until it is).
+ */
+async function checkConflictTolerance (db: Kysely<Database>, config: Config, log: Log): Promise<void> {
+  let stored: number | undefined
+  try {
+    stored = await storedConflictTolerance(db)
+  } catch (err) {
+    log.warn({ err }, 'could not read the conflict tolerance from the database; not checked')
+    return
+  }
+  if (stored !== undefined && stored !== config.CONFLICT_TOLERANCE_M) {
+    await db.destroy()
+    throw new ConfigError(`invalid configuration: CONFLICT_TOLERANCE_M is ${config.CONFLICT_TOLERANCE_M} but the database's conflicts were computed with ${stored} m: run \`make migrate\` with CONFLICT_TOLERANCE_M=${config.CONFLICT_TOLERANCE_M} (it computes every conflict again), or start with CONFLICT_TOLERANCE_M=${stored}`)
+  }
+}
+
 export async function bootstrap (config: Config, log: Log): Promise<Started> {
   if (config.DATABASE_URL !== undefined) {
     const jwtSecret = config.JWT_SECRET
@@ -53,6 +73,7 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
     }
     const opened = await openDatabase(config, { onPoolError: (err) => log.warn({ err }, 'database connection lost') })
     log.info({ backend: 'server', database: opened.description }, `using the ${opened.description} (migrations: make migrate)`)
+    await checkConflictTolerance(opened.db, config, log)
     return { db: opened.db, kind: 'server', config: Object.freeze({ ...config, JWT_SECRET: jwtSecret }) }
   }
 
@@ -71,6 +92,8 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
     const { applied } = await migrate(opened.db, undefined, (name) => {
       log.info({ migration: name, elapsedMs: Math.round(performance.now() - started) }, `embedded PostGIS: applying ${name}${name.startsWith('001_') ? ' (installs PostGIS: the slow step)' : ''}`)
     })
+    const tolerance = await applyConflictTolerance(opened.db, config.CONFLICT_TOLERANCE_M)
+    if (tolerance.changed) log.info({ toleranceM: config.CONFLICT_TOLERANCE_M, pairs: tolerance.pairs }, `conflict tolerance set to ${config.CONFLICT_TOLERANCE_M} m: every conflict computed again`)
     const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(dir)
     const generatedAdmin = await firstAdmin(opened.db, config)
     log.info({ backend: 'embedded', dataDir: dir, migrationsApplied: applied, openMs, readyMs: Math.round(performance.now() - started) }, `using the ${opened.description}`)

@@ -16,6 +16,7 @@ import { type Config, ConfigSchema, loadConfig } from './config.js'
 import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
 import { hashPassword, passwordProblem } from './accounts/passwords.js'
 import { unlock } from './accounts/login-failures.repository.js'
+import { applyConflictTolerance } from './sources/sources.repository.js'
 
 const USAGE = `usage: source-registry <command>
   migrate                                   apply pending sql/ migrations
@@ -59,7 +60,7 @@ class Connection {
   /** What opening the embedded database applied (it migrates on every open, as the service does). */
   opened?: MigrationResult
 
-  constructor (private readonly config: Config) {}
+  constructor (readonly config: Config) {}
 
   async get ({ create = false }: { create?: boolean } = {}): Promise<Kysely<Database>> {
     if (this.db !== undefined) return this.db
@@ -98,6 +99,8 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
     // The embedded database has just been migrated by opening it: report that, not a second run.
     const { applied, skipped } = conn.opened ?? await migrate(db)
     out(applied.length === 0 ? `database is up to date (${skipped.length} migrations already applied)` : `applied ${applied.join(', ')}`)
+    const tolerance = await applyConflictTolerance(db, conn.config.CONFLICT_TOLERANCE_M)
+    if (tolerance.changed) out(`conflict tolerance set to ${conn.config.CONFLICT_TOLERANCE_M} m (CONFLICT_TOLERANCE_M): ${tolerance.pairs} conflicting pairs`)
     return
   }
   if (command !== 'account') throw new UsageError(`unknown command "${command}"`)

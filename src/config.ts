@@ -38,6 +38,8 @@ export const ConfigSchema = Type.Object({
   MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' }),
   ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
   ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: numberMatched is counted on a first page up to this many matches and left out beyond.' }),
+  CONFLICT_POLICY: Type.Union([Type.Literal('record'), Type.Literal('reject')], { default: 'record', description: 'POST /sources when a new source would conflict with another: record (201; the conflict is a status of both) or reject (409 SOURCE_OVERLAP, nothing stored). A request\'s on_conflict overrides it.' }),
+  CONFLICT_TOLERANCE_M: Type.Number({ default: 9, minimum: 0, maximum: 1000, description: 'Metres each area is shrunk inward before two overlapping areas conflict (0: any overlap of positive area). Kept in the database: migrate applies it (recomputing every pair when it changes), and the service refuses to start when the database holds another value.' }),
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024 }),
   LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),

@@ -13,6 +13,7 @@ export const ErrorStatus = {
   NOT_FOUND: 404,
   NOT_ACCEPTABLE: 406,
   SOURCE_CONFLICT: 409,
+  SOURCE_OVERLAP: 409,
   ACCOUNT_EXISTS: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -26,6 +27,17 @@ export const ErrorStatus = {
 } as const
 export type ErrorCode = keyof typeof ErrorStatus
 
+/** A conflict of a feature not stored (dry runs, SOURCE_OVERLAP): with a source, or with another feature of the request. */
+export const ConflictWithSchema = Type.Object({
+  id: Type.Optional(Type.String({ description: 'The registered source it conflicts with.' })),
+  feature_index: Type.Optional(Type.Integer({ description: 'Or the other feature of the same request it conflicts with.' })),
+  overlap_m2: Type.Number(),
+  overlap_ratio: Type.Number({ description: 'overlap_m2 over this feature\'s area, 0–1.' }),
+  overlap_start: Type.String(),
+  overlap_end: Type.String()
+})
+export type ConflictWith = Static<typeof ConflictWithSchema>
+
 export const ErrorDetailSchema = Type.Object({
   pointer: Type.String({ description: 'JSON pointer into the request body (or query) to the offending value.' }),
   message: Type.String(),
@@ -34,7 +46,8 @@ export const ErrorDetailSchema = Type.Object({
   existing_id: Type.Optional(Type.String({ description: 'For 409: the source that already holds this feature id and period.' })),
   reason: Type.Optional(Type.String({ description: 'For invalid geometry: ST_IsValidReason.' })),
   location: Type.Optional(Type.Array(Type.Number(), { description: 'For invalid geometry: [lon, lat] of the problem.' })),
-  ring: Type.Optional(Type.Integer({ description: 'For invalid geometry: ring index (0 = exterior).' }))
+  ring: Type.Optional(Type.Integer({ description: 'For invalid geometry: ring index (0 = exterior).' })),
+  conflicts: Type.Optional(Type.Array(ConflictWithSchema, { description: 'For SOURCE_OVERLAP: what this feature would conflict with.' }))
 })
 export type ErrorDetail = Static<typeof ErrorDetailSchema>
 

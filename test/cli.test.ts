@@ -8,6 +8,8 @@ import { existsSync } from 'node:fs'
 import { openEmbedded } from '../src/db/embedded.js'
 import { listMigrations } from '../src/db/migrate.js'
 import { recordFailure } from '../src/accounts/login-failures.repository.js'
+import { bootstrap } from '../src/bootstrap.js'
+import { loadConfig } from '../src/config.js'
 import { backend, createDatabase, directDb } from './helper.js'
 
 const target = await createDatabase(t, { empty: true })
@@ -27,6 +29,21 @@ t.test('migrate says which database and what it applied, then that nothing is pe
   const second = cli(['migrate'])
   t.equal(second.code, 0)
   t.equal(second.stdout, `database is up to date (${names.length} migrations already applied)\n`)
+})
+
+t.test('migrate applies CONFLICT_TOLERANCE_M, once; a service with another value refuses to start', async (t) => {
+  const five = cli(['migrate'], undefined, { ...targetEnv, CONFLICT_TOLERANCE_M: '5' })
+  t.equal(five.code, 0, five.stderr)
+  t.match(five.stdout, /conflict tolerance set to 5 m \(CONFLICT_TOLERANCE_M\): 0 conflicting pairs\n$/)
+  const again = cli(['migrate'], undefined, { ...targetEnv, CONFLICT_TOLERANCE_M: '5' })
+  t.notMatch(again.stdout, /tolerance/, 'unchanged: nothing recomputed, nothing said')
+  t.equal(cli(['migrate'], undefined, { ...targetEnv, CONFLICT_TOLERANCE_M: '-1' }).code, 2, 'a negative tolerance is a configuration error')
+  if (backend === 'server') {
+    const config = loadConfig({ DATABASE_URL: target, JWT_SECRET: 'x'.repeat(32) })
+    await t.rejects(bootstrap(config, { info: () => {}, warn: () => {} }), /CONFLICT_TOLERANCE_M is 9 but the database's conflicts were computed with 5 m: run `make migrate` with CONFLICT_TOLERANCE_M=9/)
+  }
+  const back = cli(['migrate'])
+  t.match(back.stdout, /conflict tolerance set to 9 m/)
 })
 
 t.test('no password of DATABASE_URL is ever printed', async (t) => {

@@ -92,6 +92,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     JWT_AUDIENCE: 'source-registry',
     TOKEN_TTL_SECONDS: 3600,
     ACCOUNT_CACHE_TTL_SECONDS: 0,
+    CONFLICT_POLICY: 'record',
+    CONFLICT_TOLERANCE_M: 9,
     MAX_FEATURES: 1000,
     ITEMS_ROWS_PER_QUERY: 500,
     ITEMS_COUNT_MAX: 100000,

@@ -6,6 +6,15 @@ const WKB_MULTIPOLYGON = 6
 const EWKB_SRID_FLAG = 0x20000000
 
 /**
+ * A coordinate as stored. `+ 0` turns -0 into 0: the ring check compares with ===, for which -0
+ * and 0 are equal, while PostGIS compares the bytes, so a ring from [0, 0] to [-0, 0] would be
+ * "not closed" there. And a magnitude under 1e-100 degrees is 0: nothing on Earth is that close
+ * to the equator or the prime meridian without being on it, and GEOS's overlay (conflict
+ * detection) fails on such numbers in the embedded build, where the error is lost.
+ */
+const coordinate = (v: number): number => Math.abs(v) < 1e-100 ? 0 : v + 0
+
+/**
  * One EWKB MultiPolygon (SRID 4326, altitude dropped) holding every polygon, in order: a whole
  * collection travels to PostgreSQL as one binary bytea parameter, and ST_Dump gives its polygons
  * back as rows. One buffer, no hex string twice its size, no text-array escaping or parsing.
@@ -20,9 +29,7 @@ export function multiPolygonEwkb (polygons: number[][][][]): Buffer {
   header.writeUInt32LE(4326, 5)
   header.writeUInt32LE(polygons.length, 9)
   return Buffer.concat([header, ...polygons.map((rings) => {
-    // `+ 0` turns -0 into 0: the ring check compares with ===, for which -0 and 0 are equal, while
-    // PostGIS compares the bytes, so a ring from [0, 0] to [-0, 0] would be "not closed" there.
-    const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point((pos[0] as number) + 0, (pos[1] as number) + 0)))
+    const [outer, ...holes] = rings.map((ring) => ring.map((pos) => new wkx.Point(coordinate(pos[0] as number), coordinate(pos[1] as number))))
     return new wkx.Polygon(outer, holes).toWkb()
   })])
 }

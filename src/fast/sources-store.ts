@@ -6,12 +6,13 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import {
-  type SourceInsert, type SourceRow, deleteSourceQuery, insertSources, selectSourcesByIds, visibleIn
+  type ConflictsById, type SourceInsert, type SourceRow, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
 } from '../sources/sources.repository.js'
 import { Batcher } from './batcher.js'
 import { compileOnce, placeholder, queryBuilder } from './compiled-query.js'
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
+const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
 const deleteScoped = compileOnce({ id: placeholder('id'), organisation: placeholder('organisation') },
   (p) => deleteSourceQuery(queryBuilder, p.id, { organisation: p.organisation }))
 const deleteAny = compileOnce({ id: placeholder('id') }, (p) => deleteSourceQuery(queryBuilder, p.id, 'all'))
@@ -34,33 +35,41 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
 
   // Writes: a batch is all or nothing, while each request must be on its own: when a batch of
   // several fails, each of its requests is inserted again alone, in the order they reached the
-  // writer, and gets its own outcome (of two that conflict, the first to arrive wins).
-  const writes = new Batcher<SourceInsert, { error: unknown } | undefined>(async (inserts) => {
+  // writer, and gets its own outcome (of two that conflict, the first to arrive wins). The
+  // conflicts of every source stored are then read back in one query.
+  const writes = new Batcher<SourceInsert, { error: unknown } | { conflicts: ConflictsById }>(async (inserts) => {
+    let stored: boolean[] | undefined
+    const outcomes: Array<{ error: unknown } | undefined> = []
     if (inserts.length > 1) {
       try {
         await insertSources(db, inserts)
-        return inserts.map(() => undefined)
+        stored = inserts.map(() => true)
       } catch {
         // One of them (or the database) failed; one by one below says which.
       }
     }
-    const outcomes = []
-    for (const insert of inserts) {
-      try {
-        await insertSources(db, [insert])
-        outcomes.push(undefined)
-      } catch (error) {
-        outcomes.push({ error })
+    if (stored === undefined) {
+      for (const insert of inserts) {
+        try {
+          await insertSources(db, [insert])
+          outcomes.push(undefined)
+        } catch (error) {
+          outcomes.push({ error })
+        }
       }
     }
-    return outcomes
+    const ids = inserts.flatMap((insert, i) => outcomes[i] === undefined ? insert.sources.map((s) => s.id) : [])
+    const rows = ids.length === 0 ? [] : (await db.executeQuery(conflictsByIds({ ids }))).rows
+    const conflicts: ConflictsById = new Map(rows.map((r) => [r.id, r]))
+    return inserts.map((_, i) => outcomes[i] ?? { conflicts })
   }, { maxInFlight: opts.writesInFlight, maxWeight: opts.maxFeatures, weight: (i) => i.sources.length })
 
   return {
     find: async (id, scope) => visibleIn(await reads.submit(id), scope),
     insert: async (insert) => {
       const outcome = await writes.submit(insert)
-      if (outcome !== undefined) throw outcome.error
+      if ('error' in outcome) throw outcome.error
+      return outcome.conflicts
     },
     delete: async (id, scope) => {
       const query = scope === 'all' ? deleteAny({ id }) : deleteScoped({ id, organisation: scope.organisation })

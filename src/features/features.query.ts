@@ -17,6 +17,7 @@ export interface ItemsQuery {
   sortby?: string
   feature_id?: string
   organisation?: string
+  conflict?: string
   f?: string
 }
 
@@ -98,6 +99,10 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
   if (q.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
     else filter.organisation = q.organisation
+  }
+  if (q.conflict !== undefined) {
+    if (q.conflict !== 'true' && q.conflict !== 'false') details.push({ pointer: '?conflict', message: 'must be true or false' })
+    else filter.conflict = q.conflict === 'true'
   }
   if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
 

@@ -36,6 +36,7 @@ export const ItemsQuerySchema = Type.Object({
   sortby: param('id, created_at, start_at or end_at, with "-" in front for descending (default id).'),
   feature_id: param('The client\'s own feature id, exactly.'),
   organisation: param('Admins only: the sources of one organisation.'),
+  conflict: param('true: only sources in conflict with another (of any organisation); false: only sources without one.'),
   f: param('Response format: json or geojson (both GeoJSON); html redirects to the map page.')
 }, { additionalProperties: false })
 

@@ -1,6 +1,13 @@
 // A stored source as the GeoJSON Feature every read returns (GET /sources/?id=, and each feature
 // of the OGC API items), as JSON text.
-import type { SourceRow } from './sources.repository.js'
+import { CONFLICTS_LISTED, type Conflict, type SourceRow } from './sources.repository.js'
+
+/** The conflicts as the API lists them: the first CONFLICTS_LISTED, and the total beyond that. */
+export function conflictsOf (row: Pick<SourceRow, 'conflicts'>): { conflicts: Conflict[], total?: number } {
+  const list = (row.conflicts.list ?? []).slice(0, CONFLICTS_LISTED)
+  const conflicts = list.map(([id, overlapM2, overlapRatio, start, end]) => ({ id, overlap_m2: overlapM2, overlap_ratio: overlapRatio, overlap_start: start, overlap_end: end }))
+  return row.conflicts.total === null ? { conflicts } : { conflicts, total: Number(row.conflicts.total) }
+}
 
 /**
  * The GeoJSON Feature of a row as JSON text: the geometry is PostGIS's own ST_AsGeoJSON text,
@@ -9,13 +16,17 @@ import type { SourceRow } from './sources.repository.js'
  * each field against the schema and the database).
  */
 export function featureJson (row: SourceRow): string {
+  const { conflicts, total } = conflictsOf(row)
   const properties = {
     feature_id: row.feature_id,
     start_at: row.start_at,
     end_at: row.end_at,
     created_at: row.created_at,
     organisation: row.organisation,
-    area_m2: row.area_m2
+    area_m2: row.area_m2,
+    conflict: conflicts.length > 0,
+    conflicts,
+    ...(total !== undefined ? { conflicts_total: total } : {})
   }
   return `{"type":"Feature","id":${JSON.stringify(row.id)},"geometry":${row.geometry},"properties":${JSON.stringify(properties)}}`
 }

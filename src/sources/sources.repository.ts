@@ -23,6 +23,18 @@ export interface SourceInsert { owner: Owner, sources: NewSource[] }
 /** Who may see a source: one organisation, or every organisation (admins). */
 export type Scope = { organisation: string } | 'all'
 
+/** One conflict of a source, seen from it (source_conflicts). */
+export interface Conflict {
+  id: string
+  overlap_m2: number
+  overlap_ratio: number
+  overlap_start: string
+  overlap_end: string
+}
+
+/** A source's conflicts are listed up to this many, largest overlap first; beyond, a total. */
+export const CONFLICTS_LISTED = 100
+
 /** A source as read: every date-time already in the API's one format (db/postgis.ts isoUtc). */
 export interface SourceRow {
   id: string
@@ -34,6 +46,11 @@ export interface SourceRow {
   end_at: string
   created_at: string
   area_m2: number
+  /**
+   * Up to CONFLICTS_LISTED + 1 of its conflicts as [id, overlap_m2, overlap_ratio, start, end]
+   * (null when none), and how many it has when more than CONFLICTS_LISTED.
+   */
+  conflicts: { list: Array<[string, number, number, string, string]> | null, total: number | null }
 }
 
 function unnestSources (sources: NewSource[]) {
@@ -58,6 +75,41 @@ export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<v
       unnest(${owners.map((o) => o.organisation)}::text[]),
       unnest(${owners.map((o) => o.accountId)}::uuid[])
     ) WITH ORDINALITY AS o(organisation, created_by, ord) ON o.ord = t.ord`.execute(db)
+}
+
+/** The conflicts of each of these sources (those without any are left out), as read back. */
+export function selectConflictsOf (db: Db, ids: string[]) {
+  return db.selectFrom(sql<{ id: string }>`(SELECT unnest(${ids}::text[]) AS id)`.as('t'))
+    .select((eb) => ['t.id', conflictsColumn(eb.ref('t.id'))])
+    .where(sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = t.id)`)
+}
+
+export type ConflictsById = Map<string, Pick<SourceRow, 'conflicts'>>
+
+export async function conflictsOfSources (db: Db, ids: string[]): Promise<ConflictsById> {
+  return new Map((await selectConflictsOf(db, ids).execute()).map((r) => [r.id, r]))
+}
+
+class RolledBack extends Error {}
+
+/**
+ * Inserts in a transaction, reads the new sources' conflicts, and commits only when `keep`
+ * says so (dry runs, and on_conflict=reject when there are conflicts, roll back). The conflict
+ * triggers' locks are held until then, so what was read is what a commit would have recorded.
+ */
+export async function insertSourcesIf (db: Kysely<Database>, insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean): Promise<{ conflicts: ConflictsById, kept: boolean }> {
+  let conflicts: ConflictsById = new Map()
+  try {
+    await db.transaction().execute(async (trx) => {
+      await insertSources(trx, [insert])
+      conflicts = await conflictsOfSources(trx, insert.sources.map((s) => s.id))
+      if (!keep(conflicts)) throw new RolledBack()
+    })
+    return { conflicts, kept: true }
+  } catch (err) {
+    if (err instanceof RolledBack) return { conflicts, kept: false }
+    throw err
+  }
 }
 
 export interface SourceDiagnosis {
@@ -105,20 +157,35 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }))
 }
 
+/**
+ * The conflicts of the source with this id, largest overlap first, up to CONFLICTS_LISTED + 1
+ * (the extra one says there are more; then the total is counted), as one JSON value. Read from
+ * the index source_conflict_pairs_by_overlap alone.
+ */
+function conflictsColumn (id: Expression<unknown>) {
+  return sql<SourceRow['conflicts']>`(SELECT json_build_object(
+      'list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio,
+        ${isoUtc(sql`lower(c.overlap_period)`)}, ${isoUtc(sql`upper(c.overlap_period)`)}) ORDER BY c.overlap_m2 DESC, c.other_id),
+      'total', CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END)
+    FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
+      WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED + 1)}) AS c)`.as('conflicts')
+}
+
 /** The columns of a source as the API returns it. */
-function sourceColumns (geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>) {
+function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>) {
   return [
     stAsGeoJson(geom).as('geometry'),
     isoUtc(rangeLower(period)).as('start_at'),
     isoUtc(rangeUpper(period)).as('end_at'),
-    isoUtc(createdAt).as('created_at')
+    isoUtc(createdAt).as('created_at'),
+    conflictsColumn(id)
   ] as const
 }
 
 /** The sources with these ids, whatever their organisation (the caller checks the scope). */
 export function selectSourcesByIds (db: Db, ids: string[]) {
   return db.selectFrom('sources')
-    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
     .where('id', '=', sql<string>`any(${ids}::text[])`)
 }
 
@@ -159,6 +226,8 @@ export interface ListFilter {
   datetime?: { at?: string, from?: string, to?: string }
   featureId?: string
   organisation?: string
+  /** Only sources with (true) or without (false) a conflict. */
+  conflict?: boolean
 }
 
 export interface ListPage {
@@ -201,6 +270,10 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
   if (scope !== 'all') q = q.where('organisation', '=', scope.organisation)
   if (filter.organisation !== undefined) q = q.where('organisation', '=', filter.organisation)
   if (filter.featureId !== undefined) q = q.where('feature_id', '=', filter.featureId)
+  if (filter.conflict !== undefined) {
+    const any = sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = sources.id)`
+    q = q.where(filter.conflict ? any : sql<boolean>`NOT ${any}`)
+  }
   const { bbox, datetime } = filter
   if (bbox !== undefined) {
     // The query's envelope is transformed, never the column, so sources_geom_gist decides; a
@@ -241,7 +314,7 @@ export async function listSources (db: Db, scope: Scope, filter: ListFilter, pag
   const chosen = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(page.limit + 1)
   return db.selectFrom('sources')
     .innerJoin(chosen.as('page'), 'page.id', 'sources.id')
-    .select((eb) => ['sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+    .select((eb) => ['sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
     .orderBy(sql`page.sort_key ${direction}, page.id ${direction}`)
     .execute()
 }
@@ -275,7 +348,7 @@ export async function listFirstSources (db: Db, scope: Scope, filter: ListFilter
     .innerJoin('page', 'page.id', 'sources.id')
     .select((eb) => [
       sql<string>`(SELECT count(*) FROM matches)`.as('matched'),
-      'sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))
+      'sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))
     ])
     .orderBy(sql`page.sort_key ${direction}, page.id ${direction}`)
     .execute()
@@ -297,4 +370,20 @@ export async function sourcesExtent (db: Db, scope: Scope): Promise<SourcesExten
     .executeTakeFirstOrThrow()
   const bbox = row.xmin === null || row.ymin === null || row.xmax === null || row.ymax === null ? null : [row.xmin, row.ymin, row.xmax, row.ymax] as [number, number, number, number]
   return { bbox, interval: [row.start, row.end] }
+}
+
+// The conflict tolerance lives in the database (source_conflict_settings), since every stored
+// pair was computed with it; CONFLICT_TOLERANCE_M is applied by migrate.
+
+/** The tolerance the database's conflicts were computed with (undefined before sql/008). */
+export async function storedConflictTolerance (db: Db): Promise<number | undefined> {
+  const { rows } = await sql<{ t: number | null }>`SELECT CASE WHEN to_regclass('source_conflict_settings') IS NOT NULL THEN sources_conflict_tolerance_m() END AS t`.execute(db)
+  return rows[0]?.t ?? undefined
+}
+
+/** Sets the tolerance; when it changed, every pair is computed again (their number is returned). */
+export async function applyConflictTolerance (db: Db, metres: number): Promise<{ changed: false } | { changed: true, pairs: number }> {
+  const { rows } = await sql<{ pairs: string | null }>`SELECT sources_set_conflict_tolerance(${metres}::float8) AS pairs`.execute(db)
+  const pairs = rows[0]?.pairs ?? null
+  return pairs === null ? { changed: false } : { changed: true, pairs: Number(pairs) }
 }

@@ -4,13 +4,17 @@
 import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
-import { ApiError, errorResponses, summarise } from '../errors.js'
+import { ApiError, type ConflictWith, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
+import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
 import { newSourceIds } from './source-id.js'
-import { CreateResponseSchema, DeleteResponseSchema, SourceFeatureSchema, SourceQuerySchema, featureCollectionSchema, type CreateResponse } from './sources.schema.js'
-import type { NewSource, Scope } from './sources.repository.js'
+import {
+  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, SourceFeatureSchema, SourceQuerySchema,
+  featureCollectionSchema, type CreateResponse, type DryRunResponse
+} from './sources.schema.js'
+import { type ConflictsById, type NewSource, type Scope, insertSourcesIf } from './sources.repository.js'
 import { featureJson } from './source-feature.js'
 import type { SourceStore } from './sources.store.js'
 
@@ -27,10 +31,11 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     ...app.largeBodies,
     schema: {
-      summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing)',
+      summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing); report, or with on_conflict=reject refuse, conflicts with registered sources',
       security: [{ bearerAuth: [] }],
+      querystring: CreateQuerySchema,
       body: featureCollectionSchema(config.MAX_FEATURES),
-      response: { 201: CreateResponseSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503) }
+      response: { 200: DryRunResponseSchema, 201: CreateResponseSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const checked = checkFeatureCollection(request.body)
@@ -38,12 +43,34 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     const account = request.account
     const ids = newSourceIds(checked.features.length)
     const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
+    const insert = { owner: { organisation: account.organisation, accountId: account.id }, sources }
+    const dryRun = request.query.dry_run === 'true'
+    const reject = (request.query.on_conflict ?? config.CONFLICT_POLICY) === 'reject'
+    let conflicts: ConflictsById
     try {
-      await store.insert({ owner: { organisation: account.organisation, accountId: account.id }, sources })
+      if (dryRun || reject) {
+        // In a transaction that commits only a real, conflict-free (or recording) write.
+        const outcome = await insertSourcesIf(app.db, insert, (found) => !dryRun && found.size === 0)
+        if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
+        conflicts = outcome.conflicts
+      } else {
+        conflicts = await store.insert(insert)
+      }
     } catch (err) {
+      if (err instanceof ApiError) throw err
       throw await explainRejection(app.db, err, account.organisation, sources)
     }
-    const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId }))
+    if (dryRun) {
+      const each = featureConflicts(conflicts, sources)
+      const conflicting = each.filter((f) => f.conflicts.length > 0).length
+      const body: DryRunResponse = {
+        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${conflicting} with conflicts.`,
+        dry_run: true,
+        sources: sources.map((s, i) => ({ feature_id: s.featureId, conflict: (each[i]?.conflicts.length ?? 0) > 0, ...each[i] as { conflicts: ConflictWith[] } }))
+      }
+      return await reply.code(200).send(body)
+    }
+    const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId, ...conflictIds(conflicts, s.id) }))
     const body: CreateResponse = created.length === 1
       ? { id: created[0]?.id, message: 'Source created.', sources: created }
       : { message: `${created.length} sources created.`, sources: created }

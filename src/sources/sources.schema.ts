@@ -1,6 +1,7 @@
 // TypeBox schemas for the sources endpoints: the FeatureCollection accepted by POST /sources and
 // the bodies each route returns. Shared primitives (ids, date-times) live here once.
 import { type Static, Type } from '@sinclair/typebox'
+import { ConflictWithSchema } from '../errors.js'
 
 export const SOURCE_ID_PATTERN = '^src_[0-9A-Za-z]{13,64}$'
 export const SourceIdSchema = Type.String({ pattern: SOURCE_ID_PATTERN, description: 'Service-assigned identifier: "src_" + base62.' })
@@ -35,7 +36,12 @@ export function featureCollectionSchema (maxFeatures: number) {
 }
 export type FeatureCollection = Static<ReturnType<typeof featureCollectionSchema>>
 
-export const CreatedSourceSchema = Type.Object({ id: SourceIdSchema, feature_id: FeatureIdSchema })
+export const CreatedSourceSchema = Type.Object({
+  id: SourceIdSchema,
+  feature_id: FeatureIdSchema,
+  conflicts: Type.Array(SourceIdSchema, { maxItems: 100, description: 'The sources it conflicts with (of any organisation, including other features of this request), largest overlap first; the first 100 when there are more (then conflicts_total). GET /sources/?id= gives each overlap.' }),
+  conflicts_total: Type.Optional(Type.Integer({ minimum: 101 }))
+})
 export const CreateResponseSchema = Type.Object({
   id: Type.Optional(SourceIdSchema),
   message: Type.String(),
@@ -43,7 +49,35 @@ export const CreateResponseSchema = Type.Object({
 })
 export type CreateResponse = Static<typeof CreateResponseSchema>
 
+export const CreateQuerySchema = Type.Object({
+  on_conflict: Type.Optional(Type.Union([Type.Literal('record'), Type.Literal('reject')], { description: 'record: store and report conflicts (201). reject: store nothing when any feature would conflict (409 SOURCE_OVERLAP). Default: the deployment\'s CONFLICT_POLICY.' })),
+  dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: validate and detect conflicts exactly as a real POST, answer 200 with what would be created, store nothing.' }))
+}, { additionalProperties: false })
+
+export const DryRunResponseSchema = Type.Object({
+  message: Type.String(),
+  dry_run: Type.Literal(true),
+  sources: Type.Array(Type.Object({
+    feature_id: FeatureIdSchema,
+    conflict: Type.Boolean(),
+    conflicts: Type.Array(ConflictWithSchema, { maxItems: 100, description: 'Largest overlap first; the first 100 when there are more (then conflicts_total).' }),
+    conflicts_total: Type.Optional(Type.Integer({ minimum: 101 }))
+  }), { description: 'What would be created, in request order (nothing was stored, so there are no ids).' })
+})
+export type DryRunResponse = Static<typeof DryRunResponseSchema>
+
 export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
+
+export const OverlapFields = {
+  overlap_m2: Type.Number({ description: 'Area in m² of the intersection of the two areas.' }),
+  overlap_ratio: Type.Number({ minimum: 0, maximum: 1, description: 'overlap_m2 over the area of this source.' }),
+  overlap_start: UtcDateTimeSchema,
+  overlap_end: UtcDateTimeSchema
+}
+export const ConflictSchema = Type.Object({
+  id: SourceIdSchema,
+  ...OverlapFields
+}, { description: 'A conflicting source: only its id and the overlap are shown, whatever its organisation.' })
 
 export const SourceFeatureSchema = Type.Object({
   type: Type.Literal('Feature'),
@@ -58,7 +92,10 @@ export const SourceFeatureSchema = Type.Object({
     end_at: UtcDateTimeSchema,
     created_at: UtcDateTimeSchema,
     organisation: Type.String(),
-    area_m2: Type.Number({ description: 'Area in square metres on the WGS 84 ellipsoid, edges straight in longitude/latitude as RFC 7946 defines them.' })
+    area_m2: Type.Number({ description: 'Area in square metres on the WGS 84 ellipsoid, edges straight in longitude/latitude as RFC 7946 defines them.' }),
+    conflict: Type.Boolean({ description: 'Whether another source (of any organisation) claims the same land for an overlapping period: periods overlap and the areas still intersect after each is shrunk inward by the conflict tolerance (9 m by default).' }),
+    conflicts: Type.Array(ConflictSchema, { maxItems: 100, description: 'The conflicting sources, largest overlap first; the first 100 when there are more (then conflicts_total).' }),
+    conflicts_total: Type.Optional(Type.Integer({ minimum: 101, description: 'Present when there are more than 100 conflicts: how many.' }))
   })
 })
 export type SourceFeature = Static<typeof SourceFeatureSchema>

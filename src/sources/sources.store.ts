@@ -3,18 +3,24 @@
 // batching and queries compiled once; app.ts picks one (DB_FAST_PATH).
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
-import { type Scope, type SourceInsert, type SourceRow, deleteSource, findSourceById, insertSources } from './sources.repository.js'
+import {
+  type ConflictsById, type Scope, type SourceInsert, type SourceRow, conflictsOfSources, deleteSource, findSourceById, insertSources
+} from './sources.repository.js'
 
 export interface SourceStore {
   find: (id: string, scope: Scope) => Promise<SourceRow | undefined>
-  insert: (insert: SourceInsert) => Promise<void>
+  /** Stores the sources and answers their conflicts as recorded by the database. */
+  insert: (insert: SourceInsert) => Promise<ConflictsById>
   delete: (id: string, scope: Scope) => Promise<boolean>
 }
 
 export function plainSourceStore (db: Kysely<Database>): SourceStore {
   return {
     find: (id, scope) => findSourceById(db, id, scope),
-    insert: (insert) => insertSources(db, [insert]),
+    insert: async (insert) => {
+      await insertSources(db, [insert])
+      return await conflictsOfSources(db, insert.sources.map((s) => s.id))
+    },
     delete: (id, scope) => deleteSource(db, id, scope)
   }
 }

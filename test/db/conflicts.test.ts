@@ -1,10 +1,10 @@
-// Conflicts in the database (sql/007): the view source_conflicts holds every pair of sources whose
-// periods overlap (half-open) and whose areas still intersect after each is shrunk inward by
-// sources_conflict_tolerance_m() (9 m), in both directions, across organisations, for rows
-// written with plain SQL; with the overlap's area, ratio and period.
+// Conflicts in the database (sql/007, sql/008): the view source_conflicts holds every pair of
+// sources whose periods overlap (half-open) and whose areas still intersect after each is shrunk
+// inward by sources_conflict_tolerance_m() (9 m), in both directions, across organisations, for
+// rows written with plain SQL; with the overlap's area, ratio and period. Kept by triggers.
 import t from 'tap'
 import { sql } from 'kysely'
-import { addAccount, build } from '../helper.js'
+import { addAccount, backend, build } from '../helper.js'
 
 const { db } = await build(t)
 const owner = await addAccount(db, { role: 'editor', organisation: 'org-a' })
@@ -114,11 +114,84 @@ t.test('plain SQL: an inserted row conflicts at once, a deleted one is gone from
   t.same(await others(a), [])
 })
 
-t.test('the view and its functions are documented', async (t) => {
+t.test('plain SQL: an UPDATE moves a source\'s conflicts with it', async (t) => {
+  const a = await insert(box(6.5, 0, 6.51, 0.01))
+  const b = await insert(box(6.6, 0, 6.61, 0.01))
+  t.same(await others(a), [])
+  await sql`UPDATE sources SET geom = ST_Translate(geom, -0.095, 0) WHERE id = ${b}`.execute(db)
+  t.same(await others(a), [b], 'moved onto a')
+  t.same(await others(b), [a])
+  await sql`UPDATE sources SET period = '[2025-01-01Z,2025-02-01Z)' WHERE id = ${b}`.execute(db)
+  t.same(await others(a), [], 'moved to another year')
+})
+
+t.test('one statement of many rows: pairs among the new rows and with the old, each once', async (t) => {
+  const old = await insert(box(7, 0, 7.01, 0.01))
+  const ids = [nextId(), nextId(), nextId()]
+  await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+    SELECT id, id, 'org-a', ${owner.id}::uuid, ST_MakeEnvelope(7.005 + i * 0.001, 0, 7.012 + i * 0.001, 0.01, 4326), '[2024-01-01Z,2024-02-01Z)'
+    FROM unnest(${ids}::text[]) WITH ORDINALITY AS u(id, i)`.execute(db)
+  t.same(await others(old), [...ids].sort())
+  for (const id of ids) t.same(await others(id), [old, ...ids.filter((o) => o !== id)].sort(), `${id}: the old one and the two others`)
+  const pairs = await sql<{ n: string }>`SELECT count(*) AS n FROM source_conflict_pairs WHERE source_id = ANY(${[old, ...ids]}::text[])`.execute(db)
+  t.equal(Number(pairs.rows[0]?.n), 12, '6 pairs, both directions')
+})
+
+t.test('the whole world and a 180°-wide sliver: recorded, no error', async (t) => {
+  const world = await insert(box(-180, -90, 180, 90), { period: '[2030-01-01Z,2030-02-01Z)' })
+  const sliver = await insert('POLYGON((0 0,180 0,1 1,0 1,0 0))', { period: '[2030-01-01Z,2030-02-01Z)' })
+  const tiny = await insert(box(10, 10, 10.001, 10.001), { period: '[2030-01-01Z,2030-02-01Z)' })
+  t.same(await others(world), [sliver, tiny].sort())
+  const [ws] = await conflictsOf(sliver)
+  t.ok(ws !== undefined && Math.abs(ws.overlap_ratio - 1) < 1e-9, 'the sliver lies wholly in the world')
+})
+
+t.test('concurrent inserts of overlapping areas in two transactions: the pair is recorded', async (t) => {
+  // Each transaction's trigger runs before the other commits; the cell lock makes the second
+  // wait for the first and then see it.
+  const a = nextId()
+  const b = nextId()
+  const insertIn = (trx: typeof db, id: string, x: number) => sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES (
+    ${id}, ${id}, 'org-a', ${owner.id}::uuid, ST_MakeEnvelope(${x}::float8, 0, ${x + 0.01}::float8, 0.01, 4326), '[2024-01-01Z,2024-02-01Z)')`.execute(trx)
+  let release: () => void = () => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
+  const first = db.transaction().execute(async (trx) => {
+    await insertIn(trx, a, 8)
+    await held
+  })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const second = db.transaction().execute(async (trx) => { await insertIn(trx, b, 8.005) })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  release()
+  await Promise.all([first, second])
+  t.same(await others(a), [b])
+  t.same(await others(b), [a])
+}, { skip: backend === 'embedded' ? 'one connection: transactions cannot interleave' : false })
+
+t.test('the tolerance: changed, every pair is computed again; a 17 m overlap counts at 0 m', async (t) => {
+  const a = await insert(box(9, 0, 9.01, 0.01))
+  const b = await insert(box(9.01 - m(17), 0, 9.02, 0.01))
+  t.same(await others(a), [])
+  const changed = await sql<{ n: string | null }>`SELECT sources_set_conflict_tolerance(0) AS n`.execute(db)
+  t.ok(Number(changed.rows[0]?.n) > 0, `${changed.rows[0]?.n} pairs`)
+  t.same(await others(a), [b])
+  const touching = await insert(box(9.02, 0, 9.03, 0.01))
+  t.same(await others(touching), [], 'touching is no overlap of positive area')
+  const again = await sql<{ n: string | null }>`SELECT sources_set_conflict_tolerance(0) AS n`.execute(db)
+  t.equal(again.rows[0]?.n, null, 'unchanged: nothing recomputed')
+  await sql`SELECT sources_set_conflict_tolerance(9)`.execute(db)
+  t.same(await others(a), [])
+})
+
+t.test('the view, the table and their functions are documented', async (t) => {
   const comments = (await sql<{ name: string, comment: string | null }>`
     SELECT 'view' AS name, obj_description('source_conflicts'::regclass, 'pg_class') AS comment
     UNION ALL SELECT a.attname, col_description('source_conflicts'::regclass, a.attnum) FROM pg_attribute a WHERE a.attrelid = 'source_conflicts'::regclass AND a.attnum > 0
-    UNION ALL SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p WHERE p.proname IN ('sources_conflict_tolerance_m', 'lonlat_fits_disk', 'lonlat_polygonal_area_m2')`.execute(db)).rows
+    UNION ALL SELECT 'table', obj_description('source_conflict_pairs'::regclass, 'pg_class')
+    UNION ALL SELECT 'pairs.' || a.attname, col_description('source_conflict_pairs'::regclass, a.attnum) FROM pg_attribute a WHERE a.attrelid = 'source_conflict_pairs'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p
+      WHERE p.proname IN ('sources_conflict_tolerance_m', 'lonlat_fits_disk', 'lonlat_polygonal_area_m2', 'lonlat_conflict_overlap_m2', 'lonlat_area_m2',
+        'sources_set_conflict_tolerance', 'sources_recompute_conflicts', 'sources_conflict_lock', 'wgs84_area_density')`.execute(db)).rows
   t.same(comments.filter((c) => c.comment === null || c.comment === '').map((c) => c.name), [])
-  t.equal(comments.length, 9)
+  t.equal(comments.length, 22)
 })

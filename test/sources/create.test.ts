@@ -21,7 +21,7 @@ t.test('one feature: 201 with id, message, sources and Location', async (t) => {
   const body = res.json()
   t.ok(Value.Check(CreateResponseSchema, body))
   t.match(body.id, /^src_[0-9A-Za-z]{22}$/)
-  t.same(body.sources, [{ id: body.id, feature_id: 'parcel-1' }])
+  t.same(body.sources, [{ id: body.id, feature_id: 'parcel-1', conflicts: [] }])
   t.equal(res.headers.location, `/sources/?id=${body.id}`)
   const row = await sql<{ organisation: string, wkt: string, lo: string }>`
     SELECT organisation, ST_AsText(geom) AS wkt, to_char(lower(period) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS lo
