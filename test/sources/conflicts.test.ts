@@ -119,7 +119,7 @@ t.test('on_conflict=reject: 409 SOURCE_OVERLAP per feature, nothing stored; reco
   t.same(body.details?.[1]?.conflicts?.map((c) => c.id), [existing?.id], 'the registered source, by id')
   t.same(body.details?.[0]?.conflicts?.map((c) => c.feature_index), [2], 'another feature of the request, by index')
   t.equal(body.details?.[1]?.feature_id, 'y-1')
-  t.match(body.details?.[1]?.message, existing?.id as string)
+  t.match(body.details?.[1]?.message ?? '', existing?.id as string)
   t.equal(await storedCount(), before, 'nothing stored')
 
   const clean = await post(b.headers, [feature('z-1', { coordinates: box(x + 0.7, 0, 0.01, 0.01) })], '?on_conflict=reject')
