@@ -172,7 +172,7 @@ t.test('dry_run=true: 200 with what would be created and each conflict, nothing 
 t.test('bad or unknown query parameters are 400s that name them (a typo must not store)', async (t) => {
   const x = 20 + lane++
   const before = await storedCount()
-  for (const [query, pointer] of [['?dryrun=true', '?dryrun'], ['?dry_run=yes', '?dry_run'], ['?on_conflict=ignore', '?on_conflict'], ['?dry_run=true&dry_run=true', '?dry_run']]) {
+  for (const [query, pointer] of <Array<[string, string]>>[['?dryrun=true', '?dryrun'], ['?dry_run=yes', '?dry_run'], ['?on_conflict=ignore', '?on_conflict'], ['?dry_run=true&dry_run=true', '?dry_run']]) {
     const res = await post(a.headers, [feature('q-1', { coordinates: box(x, 0, 0.01, 0.01) })], query)
     const body = expectError(t, res, 400, 'VALIDATION_FAILED')
     t.equal(body.details?.[0]?.pointer, pointer, query)
