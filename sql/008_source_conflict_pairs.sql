@@ -233,7 +233,7 @@ BEGIN
   INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
   SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
   FROM new_rows AS n
-  JOIN sources AS o ON o.geom && n.geom AND o.period && n.period AND o.id <> n.id
+  JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND o.id <> n.id
   CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
   CROSS JOIN LATERAL (VALUES
     (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
@@ -260,7 +260,7 @@ BEGIN
   INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
   SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
   FROM new_rows AS n
-  JOIN sources AS o ON o.geom && n.geom AND o.period && n.period AND o.id <> n.id
+  JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND o.id <> n.id
   CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
   CROSS JOIN LATERAL (VALUES
     (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
@@ -272,6 +272,18 @@ BEGIN
   RETURN NULL;
 END;
 $$;
+
+-- The partners are found through sources_geom_gist alone, whatever the statistics say:
+-- - a plan made while the table looked empty (a first bulk load, before ANALYZE) would scan the
+--   whole table for each new row, and plpgsql keeps a statement's plan for the session: so no
+--   sequential scans here (and no JIT, which the cost of a disabled scan would switch on);
+-- - the periods are compared as NOT isempty(a * b) (the same as a && b), which no index serves:
+--   ANDed with sources_period_gist, a region where every source has the same period would read
+--   every one of them for each new row.
+ALTER FUNCTION sources_conflicts_after_insert() SET enable_seqscan = off;
+ALTER FUNCTION sources_conflicts_after_insert() SET jit = off;
+ALTER FUNCTION sources_conflicts_after_update() SET enable_seqscan = off;
+ALTER FUNCTION sources_conflicts_after_update() SET jit = off;
 
 CREATE TRIGGER sources_conflicts_insert AFTER INSERT ON sources
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_insert();
@@ -294,7 +306,7 @@ BEGIN
   INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
   SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
   FROM sources AS n
-  JOIN sources AS o ON o.geom && n.geom AND o.period && n.period AND n.id < o.id
+  JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND n.id < o.id
   CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
   CROSS JOIN LATERAL (VALUES
     (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
