@@ -51,6 +51,8 @@ async function inBrowser (executablePath: string): Promise<void> {
     feature(HOSTILE, { coordinates: box(10, 50.2) })
   ])
   await post(await tokenOf(other), Array.from({ length: 3 }, (_, i) => feature(`b-${i}`, { coordinates: box(10.1 + i * 0.2, 50.1) })))
+  // And one of org B over half of a-0, for part of its period: a conflict.
+  const [claim] = await post(await tokenOf(other), [feature('b-claim', { coordinates: box(10.04, 50) })])
 
   const browser: Browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu'] })
   t.teardown(() => browser.close())
@@ -96,6 +98,20 @@ async function inBrowser (executablePath: string): Promise<void> {
     t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the token is in sessionStorage')
     t.equal(await page.evaluate(() => localStorage.length + document.cookie.length), 0, 'and nowhere else')
     t.notMatch(page.url(), /token|eyJ/, 'nor in the URL')
+  })
+
+  t.test('a source in conflict: drawn in the conflict colour; the panel names the other source by id only', async (t) => {
+    const contested = mine.find((s) => s.feature_id === 'a-0') as { id: string }
+    const fill = (id: string) => page.$eval(`path[data-source-id="${id}"]`, (p) => p.getAttribute('fill'))
+    t.equal(await fill(contested.id), '#b3261e')
+    t.not(await fill((mine.find((s) => s.feature_id === 'a-1') as { id: string }).id), '#b3261e', 'the others are not')
+    await page.click(`path[data-source-id="${contested.id}"]`)
+    await page.waitForSelector('#panel:not([hidden])')
+    const listed = await text('#conflicts')
+    t.match(listed, claim?.id as string)
+    t.match(listed, /50 %/)
+    t.notMatch(listed, /b-claim/, 'not its feature id')
+    await page.click('#panel-close')
   })
 
   t.test('click a polygon: its id and period in the panel; delete it as an editor', async (t) => {

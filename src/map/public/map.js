@@ -319,9 +319,11 @@
     const conflicts = Array.isArray(p.conflicts) ? p.conflicts : []
     $('conflicts').replaceChildren(...(conflicts.length === 0
       ? [Object.assign(document.createElement('li'), { textContent: p.conflict === undefined ? 'Not checked by this service.' : 'None.' })]
-      : conflicts.map((c) => Object.assign(document.createElement('li'), {
-        textContent: `${c.id}: ${(c.overlap_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha (${Math.round(c.overlap_ratio * 100)} %)`
-      }))))
+      : [...conflicts.map((c) => Object.assign(document.createElement('li'), {
+          textContent: `${c.id}: ${(c.overlap_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha (${Math.round(c.overlap_ratio * 100)} %), ${c.overlap_start} – ${c.overlap_end}`
+        })), ...(p.conflicts_total > conflicts.length
+          ? [Object.assign(document.createElement('li'), { textContent: `and ${p.conflicts_total - conflicts.length} more` })]
+          : [])]))
     $('delete').hidden = !(session.role === 'editor' || session.role === 'admin')
     $('panel').hidden = false
     $('panel-close').focus()
