@@ -35,7 +35,7 @@ if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE id LIKE 'src
   for (let row = 0; row < DENSE.side; row += 10) {
     await db.query(`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
       SELECT 'src_dense' || lpad(n::text, 17, '0'), 'dense-' || n, 'dense', $1::uuid,
-        ST_MakeEnvelope($2 + (n % $4) * $5, $3 + (n / $4) * $5, $2 + (n % $4) * $5 + $6, $3 + (n / $4) * $5 + $6, 4326), '[2024-01-01Z,2024-02-01Z)'
+        ST_MakeEnvelope($2::float8 + (n % $4::integer) * $5::float8, $3::float8 + (n / $4::integer) * $5::float8, $2::float8 + (n % $4::integer) * $5::float8 + $6::float8, $3::float8 + (n / $4::integer) * $5::float8 + $6::float8, 4326), '[2024-01-01Z,2024-02-01Z)'
       FROM generate_series($7::integer, $8::integer) AS n`, [accountId, DENSE.x, DENSE.y, DENSE.side, DENSE.step, DENSE.size, row * DENSE.side, (row + 10) * DENSE.side - 1])
   }
   log(`dense region: ${DENSE.side ** 2} sources with their conflicts in ${Date.now() - t0} ms`)
@@ -118,12 +118,15 @@ FROM (SELECT ${REGION[0]} + random() * ${REGION[2] - REGION[0] - DENSE.size} AS 
 `)
 function pgbench () {
   const started = performance.now()
-  const r = spawnSync(pgbenchBin, ['-n', '-c', String(CONNECTIONS), '-j', '2', '-t', '4', '-f', pgFile, url], { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c session_replication_role=replica' } })
+  const r = spawnSync(pgbenchBin, ['-n', '-c', String(BULK_CONNECTIONS), '-j', '2', '-t', '4', '-f', pgFile, url], { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c session_replication_role=replica' } })
   if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
   const seconds = (performance.now() - started) / 1000
-  return CONNECTIONS * 4 * 1000 / seconds
+  return BULK_CONNECTIONS * 4 * 1000 / seconds
 }
-const post1000 = { kind: 'post', region: REGION, features: 1000, amount: 64 }
+// 4 at once, 16 requests each way: in one region they run one after the other (their areas
+// overlap), and 16 at once would wait past the load generator's 10 s timeout.
+const BULK_CONNECTIONS = 4
+const post1000 = { kind: 'post', region: REGION, features: 1000, amount: 16, connections: BULK_CONNECTIONS }
 const svcBulk = []; const pgBulk = []
 for (let i = 0; i < RUNS; i++) {
   svcBulk.push(load(service, post1000).rps * 1000); await cleanUp()
@@ -145,7 +148,7 @@ out.push(`| single POST /sources into the dense region (req/s; p50 ms) | ${Math.
 const gd = mean(getDense, (r) => r.rps); const gn = mean(getNone, (r) => r.rps)
 out.push(`| GET /sources/?id= with ${denseBody.properties.conflicts.length} conflicts (req/s; p50 ms; mean latency = ${CONNECTIONS}/rate) | ${Math.round(gd)}; ${mean(getDense, (r) => r.p50)} | with none: ${Math.round(gn)}; ${mean(getNone, (r) => r.p50)} | latency ${(gn / gd).toFixed(2)}× | ≤ 1.5× |`)
 const sb = median(svcBulk); const pb = median(pgBulk)
-out.push(`| 1,000-feature POST into the dense region (polygons/s) | ${Math.round(sb).toLocaleString('en')} | pgbench plain INSERT, triggers off: ${Math.round(pb).toLocaleString('en')} | ${(sb / pb).toFixed(2)}× | ≥ 0.7× |`)
+out.push(`| 1,000-feature POST into the dense region, ${BULK_CONNECTIONS} at once (polygons/s) | ${Math.round(sb).toLocaleString('en')} | pgbench plain INSERT, triggers off: ${Math.round(pb).toLocaleString('en')} | ${(sb / pb).toFixed(2)}× | ≥ 0.7× |`)
 out.push('', 'The trigger\'s lookup for one new box (the GiST indexes on geom and period):', '', '```', lookupPlan, '```', '', 'One GET\'s conflict list:', '', '```', readPlan, '```')
 process.stdout.write(out.join('\n') + '\n')
 process.exit(0)

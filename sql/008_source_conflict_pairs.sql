@@ -165,21 +165,24 @@ CREATE OR REPLACE FUNCTION sources_conflict_tolerance_m() RETURNS double precisi
   LANGUAGE sql STABLE PARALLEL SAFE
   RETURN (SELECT tolerance_m FROM source_conflict_settings);
 
--- 4. The pairs.
+-- 4. The pairs. One index, and no foreign keys: a pair is written in both directions and each
+--    row costs index entries and, with foreign keys, two lookups of sources; at ~10 partners per
+--    new source that was most of the cost of a write (bench/NOTES.md). The rows exist only as
+--    the triggers below write them: each unordered pair once per direction (by construction:
+--    a pair is found from the source that is new, or from the smaller id of two new ones), and
+--    gone with either source (the delete trigger, in the deleting transaction).
 CREATE TABLE source_conflict_pairs (
-  source_id      text NOT NULL REFERENCES sources (id) ON DELETE CASCADE ON UPDATE CASCADE,
-  other_id       text NOT NULL REFERENCES sources (id) ON DELETE CASCADE ON UPDATE CASCADE,
+  source_id      text NOT NULL,
+  other_id       text NOT NULL,
   overlap_m2     double precision NOT NULL,
   overlap_ratio  double precision NOT NULL,
   overlap_period tstzrange NOT NULL,
-  CONSTRAINT source_conflict_pairs_pkey PRIMARY KEY (source_id, other_id),
   CONSTRAINT source_conflict_pairs_not_self CHECK (source_id <> other_id)
 );
--- Reads: a source's conflicts, largest first, from the index alone.
+-- A source's conflicts, largest first, from the index alone; also how both rows of a pair are
+-- found when one source goes.
 CREATE INDEX source_conflict_pairs_by_overlap ON source_conflict_pairs (source_id, overlap_m2 DESC, other_id)
   INCLUDE (overlap_ratio, overlap_period);
--- Deletes: the cascade from other_id.
-CREATE INDEX source_conflict_pairs_other_id_idx ON source_conflict_pairs (other_id);
 
 COMMENT ON TABLE source_conflict_pairs IS 'Storage of source_conflicts: every conflicting pair in both directions, kept by the triggers on sources. Read source_conflicts instead.';
 COMMENT ON COLUMN source_conflict_pairs.source_id IS 'The source seen from.';
@@ -188,41 +191,62 @@ COMMENT ON COLUMN source_conflict_pairs.overlap_m2 IS 'Area in m² of the inters
 COMMENT ON COLUMN source_conflict_pairs.overlap_ratio IS 'overlap_m2 over the area of source_id, 0–1.';
 COMMENT ON COLUMN source_conflict_pairs.overlap_period IS 'The intersection of the two periods.';
 
--- Advisory lock keys: (this class, cell). Cell -1 is "everywhere": writers of small areas hold it
--- shared, writers of large ones (and tolerance changes) exclusive.
+-- Advisory lock keys (this class, key). Two levels, so that writes in different places run in
+-- parallel and two that may overlap do not: an area within 64 cells of 0.01° holds its 1° cells
+-- shared and its 0.01° cells exclusive; a larger one (within 64 1° cells) holds its 1° cells
+-- exclusive; a larger one still (and tolerance changes) holds key -1 exclusive, which every
+-- other write holds shared. Two overlapping areas always meet in a cell of the finer level the
+-- smaller of them locks, or in a 1° cell one holds exclusive. Taken in key order, per level.
 CREATE FUNCTION sources_conflict_lock(boxes box2d[]) RETURNS void
   LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  k constant integer := 1397048163; -- 'SRCC'
-  cells bigint := 0;
+  fine constant integer := 1397048163;   -- 'SRCC': 0.01° cells, and -1 for everything
+  coarse constant integer := 1397048164; -- 1° cells
+  fine_cells bigint := 0;
+  coarse_cells bigint := 0;
   b box2d;
 BEGIN
   FOREACH b IN ARRAY boxes LOOP
-    cells := cells + (floor(ST_XMax(b)) - floor(ST_XMin(b)) + 1)::bigint * (floor(ST_YMax(b)) - floor(ST_YMin(b)) + 1)::bigint;
-    EXIT WHEN cells > 64;
+    fine_cells := fine_cells + (floor(ST_XMax(b) * 100) - floor(ST_XMin(b) * 100) + 1)::bigint * (floor(ST_YMax(b) * 100) - floor(ST_YMin(b) * 100) + 1)::bigint;
+    coarse_cells := coarse_cells + (floor(ST_XMax(b)) - floor(ST_XMin(b)) + 1)::bigint * (floor(ST_YMax(b)) - floor(ST_YMin(b)) + 1)::bigint;
+    EXIT WHEN coarse_cells > 64;
   END LOOP;
-  IF cells > 64 THEN
-    PERFORM pg_advisory_xact_lock(k, -1);
+  IF coarse_cells > 64 THEN
+    PERFORM pg_advisory_xact_lock(fine, -1);
     RETURN;
   END IF;
-  PERFORM pg_advisory_xact_lock_shared(k, -1);
-  PERFORM pg_advisory_xact_lock(k, c.cell)
-  FROM (
+  PERFORM pg_advisory_xact_lock_shared(fine, -1);
+  IF fine_cells > 64 THEN
+    PERFORM pg_advisory_xact_lock(coarse, c.cell) FROM (
+      SELECT DISTINCT ((x + 180) * 181 + (y + 90))::integer AS cell
+      FROM unnest(boxes) AS u(b)
+      CROSS JOIN LATERAL generate_series(floor(ST_XMin(u.b))::integer, floor(ST_XMax(u.b))::integer) AS x
+      CROSS JOIN LATERAL generate_series(floor(ST_YMin(u.b))::integer, floor(ST_YMax(u.b))::integer) AS y
+      ORDER BY 1) AS c;
+    RETURN;
+  END IF;
+  PERFORM pg_advisory_xact_lock_shared(coarse, c.cell) FROM (
     SELECT DISTINCT ((x + 180) * 181 + (y + 90))::integer AS cell
     FROM unnest(boxes) AS u(b)
     CROSS JOIN LATERAL generate_series(floor(ST_XMin(u.b))::integer, floor(ST_XMax(u.b))::integer) AS x
     CROSS JOIN LATERAL generate_series(floor(ST_YMin(u.b))::integer, floor(ST_YMax(u.b))::integer) AS y
-    ORDER BY 1
-  ) AS c;
+    ORDER BY 1) AS c;
+  PERFORM pg_advisory_xact_lock(fine, c.cell) FROM (
+    SELECT DISTINCT ((x + 18000) * 18001 + (y + 9000))::integer AS cell
+    FROM unnest(boxes) AS u(b)
+    CROSS JOIN LATERAL generate_series(floor(ST_XMin(u.b) * 100)::integer, floor(ST_XMax(u.b) * 100)::integer) AS x
+    CROSS JOIN LATERAL generate_series(floor(ST_YMin(u.b) * 100)::integer, floor(ST_YMax(u.b) * 100)::integer) AS y
+    ORDER BY 1) AS c;
 END;
 $$;
 
 COMMENT ON FUNCTION sources_conflict_lock(box2d[]) IS
-  'Takes the advisory locks of conflict detection for areas with these bounding boxes: the 1° cells they touch, or everything beyond 64 cells. Held to the end of the transaction.';
+  'Takes the advisory locks of conflict detection for areas with these bounding boxes (0.01° cells, 1° cells, or everything, by size). Held to the end of the transaction.';
 
 -- After an INSERT: the new rows' partners, each pair found once (a pair of two new rows from its
--- smaller id), written in both directions.
+-- smaller id), written in both directions. A partner is locked (FOR KEY SHARE) so that one being
+-- deleted at this moment is waited for and, once gone, skipped.
 CREATE FUNCTION sources_conflicts_after_insert() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
@@ -240,8 +264,29 @@ BEGIN
     (o.id, n.id, least(1, x.overlap_m2 / o.area_m2))) AS d (source_id, other_id, ratio)
   WHERE x.overlap_m2 IS NOT NULL
     AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM new_rows AS m WHERE m.id = o.id))
-  FOR KEY SHARE OF o
-  ON CONFLICT DO NOTHING;
+  FOR KEY SHARE OF o;
+  RETURN NULL;
+END;
+$$;
+
+-- After a DELETE: both rows of each pair of a deleted source.
+CREATE FUNCTION sources_conflicts_after_delete() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+  DELETE FROM source_conflict_pairs AS p
+  USING source_conflict_pairs AS q, old_rows AS o
+  WHERE q.source_id = o.id AND p.source_id = q.other_id AND p.other_id = q.source_id;
+  DELETE FROM source_conflict_pairs AS p USING old_rows AS o WHERE p.source_id = o.id;
+  RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION sources_conflicts_after_truncate() RETURNS trigger
+  LANGUAGE plpgsql
+AS $$
+BEGIN
+  TRUNCATE source_conflict_pairs;
   RETURN NULL;
 END;
 $$;
@@ -256,7 +301,10 @@ DECLARE
 BEGIN
   PERFORM pg_advisory_xact_lock(1397048163, -1);
   DELETE FROM source_conflict_pairs AS p
-  WHERE p.source_id IN (SELECT id FROM new_rows) OR p.other_id IN (SELECT id FROM new_rows);
+  USING source_conflict_pairs AS q, (SELECT id FROM old_rows UNION SELECT id FROM new_rows) AS o
+  WHERE q.source_id = o.id AND p.source_id = q.other_id AND p.other_id = q.source_id;
+  DELETE FROM source_conflict_pairs AS p
+  WHERE p.source_id IN (SELECT id FROM old_rows UNION SELECT id FROM new_rows);
   INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
   SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
   FROM new_rows AS n
@@ -267,8 +315,7 @@ BEGIN
     (o.id, n.id, least(1, x.overlap_m2 / o.area_m2))) AS d (source_id, other_id, ratio)
   WHERE x.overlap_m2 IS NOT NULL
     AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM new_rows AS m WHERE m.id = o.id))
-  FOR KEY SHARE OF o
-  ON CONFLICT DO NOTHING;
+  FOR KEY SHARE OF o;
   RETURN NULL;
 END;
 $$;
@@ -288,10 +335,16 @@ ALTER FUNCTION sources_conflicts_after_update() SET jit = off;
 CREATE TRIGGER sources_conflicts_insert AFTER INSERT ON sources
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_insert();
 CREATE TRIGGER sources_conflicts_update AFTER UPDATE ON sources
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_update();
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_update();
+CREATE TRIGGER sources_conflicts_delete AFTER DELETE ON sources
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_delete();
+CREATE TRIGGER sources_conflicts_truncate AFTER TRUNCATE ON sources
+  FOR EACH STATEMENT EXECUTE FUNCTION sources_conflicts_after_truncate();
 
-COMMENT ON TRIGGER sources_conflicts_insert ON sources IS 'Records the conflicts of inserted sources in source_conflict_pairs (deletes cascade).';
+COMMENT ON TRIGGER sources_conflicts_insert ON sources IS 'Records the conflicts of inserted sources in source_conflict_pairs.';
 COMMENT ON TRIGGER sources_conflicts_update ON sources IS 'Recomputes the conflicts of updated sources.';
+COMMENT ON TRIGGER sources_conflicts_delete ON sources IS 'Removes deleted sources from their partners'' conflicts.';
+COMMENT ON TRIGGER sources_conflicts_truncate ON sources IS 'Empties source_conflict_pairs with sources.';
 
 -- Every pair again, with the tolerance now stored (after a change of it; also the initial fill).
 CREATE FUNCTION sources_recompute_conflicts() RETURNS bigint

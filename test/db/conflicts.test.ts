@@ -183,6 +183,14 @@ t.test('the tolerance: changed, every pair is computed again; a 17 m overlap cou
   t.same(await others(a), [])
 })
 
+t.test('TRUNCATE sources empties the pairs too', async (t) => {
+  await insert(box(11, 0, 11.01, 0.01))
+  await insert(box(11.005, 0, 11.015, 0.01))
+  await sql`TRUNCATE sources`.execute(db)
+  const left = await sql<{ n: string }>`SELECT count(*) AS n FROM source_conflict_pairs`.execute(db)
+  t.equal(Number(left.rows[0]?.n), 0)
+})
+
 t.test('the view, the table and their functions are documented', async (t) => {
   const comments = (await sql<{ name: string, comment: string | null }>`
     SELECT 'view' AS name, obj_description('source_conflicts'::regclass, 'pg_class') AS comment
@@ -191,7 +199,8 @@ t.test('the view, the table and their functions are documented', async (t) => {
     UNION ALL SELECT 'pairs.' || a.attname, col_description('source_conflict_pairs'::regclass, a.attnum) FROM pg_attribute a WHERE a.attrelid = 'source_conflict_pairs'::regclass AND a.attnum > 0 AND NOT a.attisdropped
     UNION ALL SELECT p.proname, obj_description(p.oid, 'pg_proc') FROM pg_proc p
       WHERE p.proname IN ('sources_conflict_tolerance_m', 'lonlat_fits_disk', 'lonlat_polygonal_area_m2', 'lonlat_conflict_overlap_m2', 'lonlat_area_m2',
-        'sources_set_conflict_tolerance', 'sources_recompute_conflicts', 'sources_conflict_lock', 'wgs84_area_density')`.execute(db)).rows
+        'sources_set_conflict_tolerance', 'sources_recompute_conflicts', 'sources_conflict_lock', 'wgs84_area_density')
+    UNION ALL SELECT t.tgname, obj_description(t.oid, 'pg_trigger') FROM pg_trigger t WHERE t.tgrelid = 'sources'::regclass AND t.tgname LIKE 'sources_conflicts_%'`.execute(db)).rows
   t.same(comments.filter((c) => c.comment === null || c.comment === '').map((c) => c.name), [])
-  t.equal(comments.length, 22)
+  t.equal(comments.length, 26)
 })
