@@ -26,7 +26,7 @@ async function fetch (url, init) {
   try {
     return await globalThis.fetch(url, init)
   } catch (err) {
-    if (err.cause?.code !== 'UND_ERR_SOCKET') throw err
+    if (!['UND_ERR_SOCKET', 'EPIPE', 'ECONNRESET'].includes(err.cause?.code)) throw err
     return globalThis.fetch(url, init)
   }
 }
@@ -138,7 +138,7 @@ const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf
 const pgDir = mkdtempSync(join(tmpdir(), 'bench-features-pgbench-'))
 const iso = (ts) => `regexp_replace(to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z'`
 // The conflicts of each row (sources.repository.ts conflictsColumn), as the service reads them.
-const conflictsColumn = `(SELECT json_build_object('list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio, ${iso('lower(c.overlap_period)')}, ${iso('upper(c.overlap_period)')}) ORDER BY c.overlap_m2 DESC, c.other_id), 'total', CASE WHEN count(*) > 100 THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id") END) FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id" ORDER BY p.overlap_m2 DESC, p.other_id LIMIT 101) AS c) as "conflicts"`
+const conflictsColumn = `(SELECT CASE WHEN count(*) > 0 THEN json_build_object('list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio, ${iso('lower(c.overlap_period)')}, ${iso('upper(c.overlap_period)')}) ORDER BY c.overlap_m2 DESC, c.other_id), 'total', CASE WHEN count(*) > 100 THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id") END) END FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id" ORDER BY p.overlap_m2 DESC, p.other_id LIMIT 101) AS c) as "conflicts"`
 const selectColumns = `"sources"."id", "feature_id", "organisation", "area_m2", ST_AsGeoJSON("geom", 15) as "geometry", ${iso('lower("period")')} as "start_at", ${iso('upper("period")')} as "end_at", ${iso('"created_at"')} as "created_at", ${conflictsColumn}`
 // With a bbox: one statement, the matches found once, counted, and the page chosen among them;
 // otherwise the page, then the count (listFirstSources).

@@ -6,7 +6,7 @@ import { ApiError, type ConflictWith, type ErrorDetail } from '../errors.js'
 import { conflictsOf } from './source-feature.js'
 import type { ConflictsById, NewSource, SourceRow } from './sources.repository.js'
 
-const NONE: Pick<SourceRow, 'conflicts'> = { conflicts: { list: null, total: null } }
+const NONE: Pick<SourceRow, 'conflicts'> = { conflicts: null }
 
 /** A stored source's conflicts as the 201 lists them: ids, and the total beyond 100. */
 export function conflictIds (conflicts: ConflictsById, id: string): { conflicts: string[], conflicts_total?: number } {

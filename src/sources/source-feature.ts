@@ -4,7 +4,8 @@ import { CONFLICTS_LISTED, type Conflict, type SourceRow } from './sources.repos
 
 /** The conflicts as the API lists them: the first CONFLICTS_LISTED, and the total beyond that. */
 export function conflictsOf (row: Pick<SourceRow, 'conflicts'>): { conflicts: Conflict[], total?: number } {
-  const list = (row.conflicts.list ?? []).slice(0, CONFLICTS_LISTED)
+  if (row.conflicts === null) return { conflicts: [] }
+  const list = row.conflicts.list.slice(0, CONFLICTS_LISTED)
   const conflicts = list.map(([id, overlapM2, overlapRatio, start, end]) => ({ id, overlap_m2: overlapM2, overlap_ratio: overlapRatio, overlap_start: start, overlap_end: end }))
   return row.conflicts.total === null ? { conflicts } : { conflicts, total: Number(row.conflicts.total) }
 }

@@ -47,10 +47,11 @@ export interface SourceRow {
   created_at: string
   area_m2: number
   /**
-   * Up to CONFLICTS_LISTED + 1 of its conflicts as [id, overlap_m2, overlap_ratio, start, end]
-   * (null when none), and how many it has when more than CONFLICTS_LISTED.
+   * Up to CONFLICTS_LISTED + 1 of its conflicts as [id, overlap_m2, overlap_ratio, start, end],
+   * and how many it has when more than CONFLICTS_LISTED; null when it has none (most sources:
+   * nothing to parse).
    */
-  conflicts: { list: Array<[string, number, number, string, string]> | null, total: number | null }
+  conflicts: { list: Array<[string, number, number, string, string]>, total: number | null } | null
 }
 
 function unnestSources (sources: NewSource[]) {
@@ -163,10 +164,10 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
  * the index source_conflict_pairs_by_overlap alone.
  */
 function conflictsColumn (id: Expression<unknown>) {
-  return sql<SourceRow['conflicts']>`(SELECT json_build_object(
+  return sql<SourceRow['conflicts']>`(SELECT CASE WHEN count(*) > 0 THEN json_build_object(
       'list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio,
         ${isoUtc(sql`lower(c.overlap_period)`)}, ${isoUtc(sql`upper(c.overlap_period)`)}) ORDER BY c.overlap_m2 DESC, c.other_id),
-      'total', CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END)
+      'total', CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END) END
     FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
       WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED + 1)}) AS c)`.as('conflicts')
 }
