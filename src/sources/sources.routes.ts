@@ -49,7 +49,8 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     let conflicts: ConflictsById
     try {
       if (dryRun || reject) {
-        // In a transaction that commits only a real, conflict-free (or recording) write.
+        // In a transaction that commits only a real write without conflicts: dry runs and
+        // rejected writes roll back, and what they read is what a commit would have recorded.
         const outcome = await insertSourcesIf(app.db, insert, (found) => !dryRun && found.size === 0)
         if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
         conflicts = outcome.conflicts
