@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import {
-  type ConflictsById, type SourceInsert, type SourceRow, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
+  type ConflictsById, type SourceInsert, type SourceRow, conflictsById, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
 } from '../sources/sources.repository.js'
 import { Batcher } from './batcher.js'
 import { compileOnce, placeholder, queryBuilder } from './compiled-query.js'
@@ -60,7 +60,7 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
     }
     const ids = inserts.flatMap((insert, i) => outcomes[i] === undefined ? insert.sources.map((s) => s.id) : [])
     const rows = ids.length === 0 ? [] : (await db.executeQuery(conflictsByIds({ ids }))).rows
-    const conflicts: ConflictsById = new Map(rows.map((r) => [r.id, r]))
+    const conflicts: ConflictsById = conflictsById(rows)
     return inserts.map((_, i) => outcomes[i] ?? { conflicts })
   }, { maxInFlight: opts.writesInFlight, maxWeight: opts.maxFeatures, weight: (i) => i.sources.length })
 

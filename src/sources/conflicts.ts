@@ -14,8 +14,10 @@ export function conflictIds (conflicts: ConflictsById, id: string): { conflicts:
   return { conflicts: list.map((c) => c.id), ...(total !== undefined ? { conflicts_total: total } : {}) }
 }
 
-/** Each feature's conflicts when nothing is stored: other features by index, with the overlap. */
-export function featureConflicts (conflicts: ConflictsById, sources: NewSource[]): Array<{ conflicts: ConflictWith[], conflicts_total?: number }> {
+/** A feature not stored and its conflicts (dry runs, SOURCE_OVERLAP): other features by index. */
+export interface FeatureConflicts { feature_id: string, conflict: boolean, conflicts: ConflictWith[], conflicts_total?: number }
+
+export function featureConflicts (conflicts: ConflictsById, sources: NewSource[]): FeatureConflicts[] {
   const indexOf = new Map(sources.map((s, i) => [s.id, i]))
   return sources.map((s) => {
     const { conflicts: list, total } = conflictsOf(conflicts.get(s.id) ?? NONE)
@@ -23,7 +25,7 @@ export function featureConflicts (conflicts: ConflictsById, sources: NewSource[]
       const index = indexOf.get(id)
       return index === undefined ? { id, ...overlap } : { feature_index: index, ...overlap }
     })
-    return { conflicts: entries, ...(total !== undefined ? { conflicts_total: total } : {}) }
+    return { feature_id: s.featureId, conflict: entries.length > 0, conflicts: entries, ...(total !== undefined ? { conflicts_total: total } : {}) }
   })
 }
 
@@ -39,7 +41,7 @@ export function overlapRejection (conflicts: ConflictsById, sources: NewSource[]
       pointer: `/features/${i}/geometry`,
       message: `overlaps ${count} source${count > 1 ? 's' : ''} for an overlapping period: ${f.conflicts.slice(0, 3).map(describe).join('; ')}${count > 3 ? `; and ${count - 3} more` : ''}`,
       feature_index: i,
-      feature_id: sources[i]?.featureId as string,
+      feature_id: f.feature_id,
       conflicts: f.conflicts
     }]
   }).slice(0, 100)

@@ -78,17 +78,21 @@ export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<v
     ) WITH ORDINALITY AS o(organisation, created_by, ord) ON o.ord = t.ord`.execute(db)
 }
 
-/** The conflicts of each of these sources (those without any are left out), as read back. */
+/** The conflicts of each of these sources, as read back (NULL for those without any). */
 export function selectConflictsOf (db: Db, ids: string[]) {
   return db.selectFrom(sql<{ id: string }>`(SELECT unnest(${ids}::text[]) AS id)`.as('t'))
     .select((eb) => ['t.id', conflictsColumn(eb.ref('t.id'))])
-    .where(sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = t.id)`)
 }
 
+/** The sources that have conflicts, and theirs; a source without any is not in it. */
 export type ConflictsById = Map<string, Pick<SourceRow, 'conflicts'>>
 
+export function conflictsById (rows: Array<{ id: string } & Pick<SourceRow, 'conflicts'>>): ConflictsById {
+  return new Map(rows.filter((r) => r.conflicts !== null).map((r) => [r.id, r]))
+}
+
 export async function conflictsOfSources (db: Db, ids: string[]): Promise<ConflictsById> {
-  return new Map((await selectConflictsOf(db, ids).execute()).map((r) => [r.id, r]))
+  return conflictsById(await selectConflictsOf(db, ids).execute())
 }
 
 class RolledBack extends Error {}

@@ -4,7 +4,7 @@
 import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
-import { ApiError, type ConflictWith, errorResponses, summarise } from '../errors.js'
+import { ApiError, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
@@ -63,11 +63,10 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     }
     if (dryRun) {
       const each = featureConflicts(conflicts, sources)
-      const conflicting = each.filter((f) => f.conflicts.length > 0).length
       const body: DryRunResponse = {
-        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${conflicting} with conflicts.`,
+        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${each.filter((f) => f.conflict).length} with conflicts.`,
         dry_run: true,
-        sources: sources.map((s, i) => ({ feature_id: s.featureId, conflict: (each[i]?.conflicts.length ?? 0) > 0, ...each[i] as { conflicts: ConflictWith[] } }))
+        sources: each
       }
       return await reply.code(200).send(body)
     }
