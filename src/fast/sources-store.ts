@@ -6,10 +6,12 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import {
-  type ConflictsById, type SourceInsert, type SourceRow, conflictsById, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
+  type ConflictsById, type SourceInsert, type SourceRow,
+  conflictsById, deleteSourceQuery, insertSources, listFirstSources, listSources, selectConflictsOf, selectSourcesByIds, visibleIn
 } from '../sources/sources.repository.js'
 import { Batcher } from './batcher.js'
 import { compileOnce, placeholder, queryBuilder } from './compiled-query.js'
+import { compiledListing } from './listing.js'
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
@@ -64,8 +66,11 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
     return inserts.map((_, i) => outcomes[i] ?? { conflicts })
   }, { maxInFlight: opts.writesInFlight, maxWeight: opts.maxFeatures, weight: (i) => i.sources.length })
 
+  const run = compiledListing(db)
   return {
     find: async (id, scope) => visibleIn(await reads.submit(id), scope),
+    list: (input) => listSources(run, input),
+    listFirst: (input) => listFirstSources(run, input),
     insert: async (insert) => {
       const outcome = await writes.submit(insert)
       if ('error' in outcome) throw outcome.error

@@ -3,7 +3,7 @@
 // that only known parameters are present and that each is a single string.
 import type { ErrorDetail } from '../errors.js'
 import { parseDateTime } from '../sources/datetime.js'
-import type { ListFilter, SortField } from '../sources/sources.repository.js'
+import { type ListFilter, type SortField, searchBoxes } from '../sources/sources.repository.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
@@ -32,7 +32,7 @@ export interface ParsedItems {
 // A plain decimal number: no hex, no "Infinity", no empty string (Number() takes all of those).
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
-function parseBbox (text: string, details: ErrorDetail[]): ListFilter['bbox'] {
+function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
   const parts = text.split(',')
   if (parts.length === 6) {
     details.push({ pointer: '?bbox', message: '6 numbers (a box with heights) are not supported: give minLon,minLat,maxLon,maxLat in CRS84' })
@@ -47,7 +47,7 @@ function parseBbox (text: string, details: ErrorDetail[]): ListFilter['bbox'] {
   else if ([w, e].some((x) => x < -180 || x > 180)) details.push({ pointer: '?bbox', message: 'longitudes must lie in [-180, 180]' })
   else if ([s, n].some((y) => y < -90 || y > 90)) details.push({ pointer: '?bbox', message: 'latitudes must lie in [-90, 90]' })
   else if (s > n) details.push({ pointer: '?bbox', message: `minLat (${s}) must not be above maxLat (${n})` })
-  else return { west: w, south: s, east: e, north: n }
+  else return searchBoxes(w, s, e, n)
   return undefined
 }
 
@@ -93,7 +93,7 @@ function parseDatetime (text: string, details: ErrorDetail[]): ListFilter['datet
 export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: ParsedItems, details: ErrorDetail[] } {
   const details: ErrorDetail[] = []
   const filter: ListFilter = {}
-  if (q.bbox !== undefined) filter.bbox = parseBbox(q.bbox, details)
+  if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
   if (q.datetime !== undefined) filter.datetime = parseDatetime(q.datetime, details)
   if (q.feature_id !== undefined) filter.featureId = q.feature_id
   if (q.organisation !== undefined) {

@@ -10,7 +10,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
 import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { featureJson } from '../sources/source-feature.js'
-import { type Scope, listFirstSources, listSources, sortValue, sourcesExtent } from '../sources/sources.repository.js'
+import { type Scope, sourcesExtent } from '../sources/sources.repository.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { SourceFeatureSchema } from '../sources/sources.schema.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
@@ -145,9 +145,10 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     negotiate(request)
     const account = request.account
     const { parsed, details } = parseItemsQuery(request.query, account.role === 'admin')
-    const digest = queryDigest(parsed.filter, parsed.sort)
+    // What a cursor is bound to; hashed only when a cursor is read or written.
+    const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
-      const after = decodeCursor(request.query.cursor, digest, parsed.sort.field)
+      const after = decodeCursor(request.query.cursor, digest(), parsed.sort.field)
       if (typeof after === 'string') details.push({ pointer: '?cursor', message: after })
       else parsed.after = after
     }
@@ -175,29 +176,27 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       while (returned < limit) {
         const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
         const want = Math.max(1, Math.min(streamed ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
-        let rows
+        let page
         // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
         // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
         // is left out (OGC allows that) rather than counting up to a million rows per page.
-        if (returned === 0 && after === undefined) ({ rows, matched } = await listFirstSources(app.db, scope, filter, { sort, limit: want }, countMax))
-        else rows = await listSources(app.db, scope, filter, { sort, after, limit: want })
-        const chunk = rows.slice(0, want)
-        if (chunk.length > 0) {
-          const text = `${returned > 0 ? ',' : ''}${chunk.map(featureJson).join(',')}`
+        if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
+        else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
+        if (page.features !== null) {
+          const text = returned > 0 ? `,${page.features}` : page.features
           bytes += text.length
           yield text
         }
-        returned += chunk.length
-        const last = chunk[chunk.length - 1]
-        if (last !== undefined) after = { value: sortValue(last, sort.field), id: last.id }
-        more = rows.length > want
+        returned += Number(page.returned)
+        if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
+        more = page.more
         if (!more) break
       }
       const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
       if (more && after !== undefined) {
         const next = new URL(self)
         next.searchParams.set('limit', String(limit))
-        next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest))
+        next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
         links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
       }
       const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })

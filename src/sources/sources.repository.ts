@@ -4,7 +4,7 @@
 // one round trip; its polygons travel as one binary EWKB MultiPolygon that ST_Dump splits back
 // into rows, in order. When the database rejects a write, diagnoseSources evaluates each
 // constraint per feature (sources/rejections.ts says which one failed).
-import { type Expression, type Kysely, type RawBuilder, type Transaction, sql } from 'kysely'
+import { type Compilable, type Expression, type Kysely, type RawBuilder, type Transaction, sql } from 'kysely'
 import type { Database } from '../db/database.js'
 import { multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper, stAsGeoJson } from '../db/postgis.js'
@@ -176,6 +176,31 @@ function conflictsColumn (id: Expression<unknown>) {
       WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED + 1)}) AS c)`.as('conflicts')
 }
 
+/** A timestamptz as the API's date-time (isoUtc), as JSON text. */
+const isoJson = (ts: RawBuilder<unknown> | Expression<unknown>) => sql<string>`'"' || ${isoUtc(ts)} || '"'`
+
+/**
+ * The GeoJSON Feature of the `sources` row in scope, as JSON text made by PostgreSQL: the same
+ * Feature, field for field and in the same order, as featureJson (source-feature.ts) makes from
+ * a SourceRow for GET /sources/?id= (test/features/items.test.ts compares them). Listings use it,
+ * so that the service reads one column per feature instead of parsing nine and serialising them
+ * again. Numbers are float8out's shortest exact form, as JavaScript's.
+ */
+function featureText () {
+  const conflict = sql<string>`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || c.overlap_m2 || ',"overlap_ratio":' || c.overlap_ratio
+    || ',"overlap_start":' || ${isoJson(sql`lower(c.overlap_period)`)} || ',"overlap_end":' || ${isoJson(sql`upper(c.overlap_period)`)} || '}'`
+  const conflicts = sql<string>`COALESCE((SELECT ',"conflict":true,"conflicts":[' || string_agg(${conflict}, ',' ORDER BY c.overlap_m2 DESC, c.other_id) || ']'
+      || CASE WHEN count(*) = ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN ',"conflicts_total":' || count(*) ELSE '' END
+        FROM source_conflict_pairs AS p WHERE p.source_id = sources.id) ELSE '' END
+    FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
+      WHERE p.source_id = sources.id ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED)}) AS c
+    HAVING count(*) > 0), ',"conflict":false,"conflicts":[]')`
+  return sql<string>`'{"type":"Feature","id":' || to_json(sources.id) || ',"geometry":' || ${stAsGeoJson(sql`sources.geom`)}
+    || ',"properties":{"feature_id":' || to_json(sources.feature_id) || ',"start_at":' || ${isoJson(sql`lower(sources.period)`)}
+    || ',"end_at":' || ${isoJson(sql`upper(sources.period)`)} || ',"created_at":' || ${isoJson(sql`sources.created_at`)}
+    || ',"organisation":' || to_json(sources.organisation) || ',"area_m2":' || sources.area_m2 || ${conflicts} || '}}'`
+}
+
 /** The columns of a source as the API returns it. */
 function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>) {
   return [
@@ -220,13 +245,22 @@ export async function deleteSource (db: Db, id: string, scope: Scope): Promise<b
   return r.numDeletedRows > 0n
 }
 
-// Listing (OGC API – Features items): filters, a stable order and keyset paging.
+// Listing (OGC API – Features items): filters, a stable order and keyset paging. Each query is
+// built from one ListInput, by a function of (db, input) alone: whether a filter is present, the
+// sort and the number of boxes decide its SQL text, and every string and number in the input is
+// a parameter, so src/fast compiles each shape once (compileByShape).
 
 export type SortField = 'id' | 'created_at' | 'start_at' | 'end_at'
 
+/**
+ * A query box in CRS84, never across the antimeridian (searchBoxes splits one that is).
+ * `shortcut`: wide enough for the inner-box shortcut (intersectsBox).
+ */
+export interface SearchBox { west: number, south: number, east: number, north: number, shortcut: boolean }
+
 export interface ListFilter {
-  /** CRS84; west > east crosses the antimeridian. */
-  bbox?: { west: number, south: number, east: number, north: number }
+  /** A bbox as one box, or two when it crosses the antimeridian (searchBoxes). */
+  boxes?: SearchBox[]
   /** An instant (start_at ≤ at < end_at) or a closed interval with open ends allowed; ISO 8601. */
   datetime?: { at?: string, from?: string, to?: string }
   featureId?: string
@@ -242,6 +276,12 @@ export interface ListPage {
   limit: number
 }
 
+/** One listing query: who asks, what matches, which page; `cap` bounds numberMatched. */
+export interface ListInput { scope: Scope, filter: ListFilter, page: ListPage, cap: number }
+
+/** The keys of a ListInput whose (string) values decide the SQL text rather than being parameters. */
+export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field']
+
 const SORT_EXPRESSIONS: Record<SortField, RawBuilder<string>> = {
   id: sql<string>`id`,
   created_at: sql<string>`created_at`,
@@ -249,11 +289,31 @@ const SORT_EXPRESSIONS: Record<SortField, RawBuilder<string>> = {
   end_at: sql<string>`upper(period)`
 }
 
-/** The sort value of a row as the cursor keeps it: the API's own string for it. */
-export const sortValue = (row: SourceRow, field: SortField): string => row[field]
+/**
+ * A page of a listing as one row: its Features as JSON text joined by commas (null when none),
+ * how many, whether more follow, and the sort value (the API's own string for it) and id of the
+ * last one, which a cursor keeps. One row, one string: the service splices it into the response
+ * without parsing a row per feature.
+ */
+export interface ListedPage {
+  features: string | null
+  returned: string
+  more: boolean
+  last_sort_value: string | null
+  last_id: string | null
+}
 
-function envelope (west: number, south: number, east: number, north: number) {
-  return sql`ST_MakeEnvelope(${west}::float8, ${south}::float8, ${east}::float8, ${north}::float8, 4326)`
+const SORT_VALUES: Record<SortField, RawBuilder<string>> = {
+  id: sql<string>`sources.id`,
+  created_at: isoUtc(sql`sources.created_at`),
+  start_at: isoUtc(sql`lower(sources.period)`),
+  end_at: isoUtc(sql`upper(sources.period)`)
+}
+
+function envelope (west: unknown, south: unknown, east: unknown, north: unknown, margin = 0) {
+  if (margin === 0) return sql`ST_MakeEnvelope(${west}::float8, ${south}::float8, ${east}::float8, ${north}::float8, 4326)`
+  const m = sql.lit(margin)
+  return sql`ST_MakeEnvelope(${west}::float8 + ${m}, ${south}::float8 + ${m}, ${east}::float8 - ${m}, ${north}::float8 - ${m}, 4326)`
 }
 
 // A shortcut for the exact test: a source whose bounding box lies inside the query box
@@ -262,12 +322,17 @@ function envelope (west: number, south: number, east: number, north: number) {
 // exact test. Halves the cost of a dense window (bench/NOTES.md).
 const INNER_MARGIN = 1e-4
 
-function intersectsBox (west: number, south: number, east: number, north: number) {
+/** The boxes of a bbox (CRS84; west > east crosses the antimeridian: two boxes). */
+export function searchBoxes (west: number, south: number, east: number, north: number): SearchBox[] {
+  const box = (w: number, e: number): SearchBox => ({ west: w, south, east: e, north, shortcut: e - w > 2 * INNER_MARGIN && north - south > 2 * INNER_MARGIN })
+  return west <= east ? [box(west, east)] : [box(west, 180), box(-180, east)]
+}
+
+function intersectsBox ({ west, south, east, north, shortcut }: SearchBox) {
   const box = envelope(west, south, east, north)
   const exact = sql<boolean>`ST_Intersects(geom, ${box})`
-  if (east - west <= 2 * INNER_MARGIN || north - south <= 2 * INNER_MARGIN) return sql<boolean>`(geom && ${box} AND ${exact})`
-  const inner = envelope(west + INNER_MARGIN, south + INNER_MARGIN, east - INNER_MARGIN, north - INNER_MARGIN)
-  return sql<boolean>`(geom && ${box} AND (geom @ ${inner} OR ${exact}))`
+  if (!shortcut) return sql<boolean>`(geom && ${box} AND ${exact})`
+  return sql<boolean>`(geom && ${box} AND (geom @ ${envelope(west, south, east, north, INNER_MARGIN)} OR ${exact}))`
 }
 
 function filtered (db: Db, scope: Scope, filter: ListFilter) {
@@ -279,15 +344,9 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
     const any = sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = sources.id)`
     q = q.where(filter.conflict ? any : sql<boolean>`NOT ${any}`)
   }
-  const { bbox, datetime } = filter
-  if (bbox !== undefined) {
-    // The query's envelope is transformed, never the column, so sources_geom_gist decides; a
-    // box across the antimeridian is its two halves.
-    const boxes = bbox.west <= bbox.east
-      ? [[bbox.west, bbox.south, bbox.east, bbox.north] as const]
-      : [[bbox.west, bbox.south, 180, bbox.north] as const, [-180, bbox.south, bbox.east, bbox.north] as const]
-    q = q.where(({ or }) => or(boxes.map((box) => intersectsBox(...box))))
-  }
+  const { boxes, datetime } = filter
+  // The query's envelope is transformed, never the column, so sources_geom_gist decides.
+  if (boxes !== undefined) q = q.where(({ or }) => or(boxes.map(intersectsBox)))
   if (datetime?.at !== undefined) q = q.where(sql<boolean>`period @> ${datetime.at}::timestamptz`)
   else if (datetime?.from !== undefined || datetime?.to !== undefined) {
     q = q.where(sql<boolean>`period && tstzrange(${datetime.from ?? null}::timestamptz, ${datetime.to ?? null}::timestamptz, '[]')`)
@@ -301,12 +360,15 @@ function pageOrder (page: ListPage) {
   return { key, direction }
 }
 
+/** LIMIT n + 1 with n a parameter (the extra row says there is more). */
+const plusOne = (n: number) => sql<number>`${n}::int8 + 1`
+
 /**
  * Up to page.limit + 1 rows (the extra one says there is a next page), in the page's order. The
  * page's ids are chosen first and only their rows are formatted: GeoJSON and dates are not made
  * for the thousands of matches a sort passes over.
  */
-export async function listSources (db: Db, scope: Scope, filter: ListFilter, page: ListPage): Promise<SourceRow[]> {
+export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
   const { key, direction } = pageOrder(page)
   let ids = filtered(db, scope, filter).select(['id', key.as('sort_key')])
   const after = page.after
@@ -316,50 +378,77 @@ export async function listSources (db: Db, scope: Scope, filter: ListFilter, pag
       ? ids.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
       : ids.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
   }
-  const chosen = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(page.limit + 1)
-  return db.selectFrom('sources')
-    .innerJoin(chosen.as('page'), 'page.id', 'sources.id')
-    .select((eb) => ['sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
-    .orderBy(sql`page.sort_key ${direction}, page.id ${direction}`)
-    .execute()
+  const chosen = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(plusOne(page.limit))
+  return compilable(db, aggregatedPage(pageSources(sql`(${chosen})`, page), page))
 }
 
-/** The number of matching sources when it is at most `cap`, else undefined (too many to count cheaply). */
-async function countSources (db: Db, scope: Scope, filter: ListFilter, cap: number): Promise<number | undefined> {
-  const inner = filtered(db, scope, filter).select(sql`1`.as('one')).limit(cap + 1)
-  const row = await db.selectFrom(inner.as('matching')).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
-  const n = Number(row.n)
-  return n > cap ? undefined : n
+/** A raw statement, compiled for the database it will run on. */
+const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compile: () => query.compile(db) })
+
+/** The sources of a page (ids and sort keys, limit + 1 of them), numbered n in the page's order. */
+function pageSources (page: RawBuilder<unknown>, { sort }: ListPage) {
+  const direction = sort.descending ? sql`DESC` : sql`ASC`
+  return sql`SELECT s.id, s.feature_id, s.organisation, s.geom, s.period, s.created_at, s.area_m2,
+      row_number() OVER (ORDER BY page.sort_key ${direction}, page.id ${direction}) AS n
+    FROM sources AS s JOIN ${page} AS page ON page.id = s.id`
+}
+
+/** A page's sources (pageSources) as one ListedPage; the extra row only says there is more. */
+function aggregatedPage (rows: RawBuilder<unknown>, page: ListPage, more: RawBuilder<unknown> = sql``) {
+  const shown = sql`sources.n <= ${page.limit}`
+  const lastOf = (value: RawBuilder<string>) => sql`(array_agg(${value} ORDER BY sources.n DESC) FILTER (WHERE ${shown}))[1]`
+  return sql<ListedPage>`SELECT string_agg(${featureText()}, ',' ORDER BY sources.n) FILTER (WHERE ${shown}) AS features,
+    count(*) FILTER (WHERE ${shown}) AS returned, count(*) > ${page.limit} AS more,
+    ${lastOf(SORT_VALUES[page.sort.field])} AS last_sort_value, ${lastOf(sql`sources.id`)} AS last_id${more}
+    FROM (${rows}) AS sources`
+}
+
+/** The number of matching sources up to cap + 1 (more than cap: too many to count cheaply). */
+export function countQuery (db: Db, { scope, filter, cap }: ListInput) {
+  const inner = filtered(db, scope, filter).select(sql`1`.as('one')).limit(plusOne(cap))
+  return db.selectFrom(inner.as('matching')).select((eb) => eb.fn.countAll<string>().as('n'))
+}
+
+/**
+ * A first page with a bbox, in one statement: the matches (id and sort key, up to cap + 1) are
+ * found once, counted, and the page is chosen among them. The exact spatial test reads every
+ * match's row anyway, so this is one spatial scan instead of two (1.8× the rate, bench/NOTES.md).
+ */
+export function countedPageQuery (db: Db, { scope, filter, page, cap }: ListInput) {
+  const { key, direction } = pageOrder(page)
+  const matches = filtered(db, scope, filter).select(['id', key.as('sort_key')]).limit(plusOne(cap))
+  return compilable(db, sql<ListedPage & { matched: string }>`WITH matches AS MATERIALIZED (${matches}),
+    page AS (SELECT id, sort_key FROM matches ORDER BY sort_key ${direction}, id ${direction} LIMIT ${plusOne(page.limit)})
+    ${aggregatedPage(pageSources(sql`page`, page), page, sql`, (SELECT count(*) FROM matches) AS matched`)}`)
+}
+
+/** Runs a listing query built by one of the functions above (plainly, or compiled once per shape). */
+export type RunListing = <O>(build: (db: Db, input: ListInput) => Compilable<O>, input: ListInput) => Promise<O[]>
+
+export const runPlain = (db: Db): RunListing => async (build, input) => (await db.executeQuery(build(db, input).compile())).rows
+
+/** A page (listPageQuery). */
+export async function listSources (run: RunListing, input: ListInput): Promise<ListedPage> {
+  return (await run(listPageQuery, input))[0] as ListedPage
 }
 
 /**
  * A first page (no cursor) and the number of matching sources (undefined beyond `cap`).
- * - With a bbox, in one statement: the matches (id and sort key, up to cap + 1) are found once,
- *   counted, and the page is chosen among them. The exact spatial test reads every match's row
- *   anyway, so this is one spatial scan instead of two (1.8× the rate, bench/NOTES.md).
+ * - With a bbox, in one statement (countedPageQuery).
  * - Otherwise the page, then (only when there is more than one page) the count, which
  *   sources_organisation_period_gist answers from the index alone.
  */
-export async function listFirstSources (db: Db, scope: Scope, filter: ListFilter, page: ListPage, cap: number): Promise<{ rows: SourceRow[], matched: number | undefined }> {
-  if (filter.bbox === undefined) {
-    const rows = await listSources(db, scope, filter, page)
-    return { rows, matched: rows.length <= page.limit ? rows.length : await countSources(db, scope, filter, cap) }
+export async function listFirstSources (run: RunListing, input: ListInput): Promise<{ page: ListedPage, matched: number | undefined }> {
+  const { filter, cap } = input
+  if (filter.boxes === undefined) {
+    const page = await listSources(run, input)
+    if (!page.more) return { page, matched: Number(page.returned) }
+    const n = Number((await run(countQuery, input))[0]?.n)
+    return { page, matched: n > cap ? undefined : n }
   }
-  const { key, direction } = pageOrder(page)
-  const rows = await db
-    .with((cte) => cte('matches').materialized(), () => filtered(db, scope, filter).select(['id', key.as('sort_key')]).limit(cap + 1))
-    .with('page', (qb) => qb.selectFrom('matches').select(['id', 'sort_key']).orderBy(sql`sort_key ${direction}, id ${direction}`).limit(page.limit + 1))
-    .selectFrom('sources')
-    .innerJoin('page', 'page.id', 'sources.id')
-    .select((eb) => [
-      sql<string>`(SELECT count(*) FROM matches)`.as('matched'),
-      'sources.id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))
-    ])
-    .orderBy(sql`page.sort_key ${direction}, page.id ${direction}`)
-    .execute()
-  const matched = Number(rows[0]?.matched ?? 0)
-  if (matched > cap) return { rows: await listSources(db, scope, filter, page), matched: undefined }
-  return { rows: rows.map(({ matched: _, ...row }) => row), matched }
+  const { matched, ...page } = (await run(countedPageQuery, input))[0] as ListedPage & { matched: string }
+  if (Number(matched) > cap) return { page: await listSources(run, input), matched: undefined }
+  return { page, matched: Number(matched) }
 }
 
 export interface SourcesExtent { bbox: [number, number, number, number] | null, interval: [string | null, string | null] }

@@ -4,7 +4,8 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import {
-  type ConflictsById, type Scope, type SourceInsert, type SourceRow, conflictsOfSources, deleteSource, findSourceById, insertSources
+  type ConflictsById, type ListInput, type ListedPage, type Scope, type SourceInsert, type SourceRow,
+  conflictsOfSources, deleteSource, findSourceById, insertSources, listFirstSources, listSources, runPlain
 } from './sources.repository.js'
 
 export interface SourceStore {
@@ -12,6 +13,10 @@ export interface SourceStore {
   /** Stores the sources and answers their conflicts as recorded by the database. */
   insert: (insert: SourceInsert) => Promise<ConflictsById>
   delete: (id: string, scope: Scope) => Promise<boolean>
+  /** A page of a listing (listSources). */
+  list: (input: ListInput) => Promise<ListedPage>
+  /** A first page and numberMatched (listFirstSources). */
+  listFirst: (input: ListInput) => Promise<{ page: ListedPage, matched: number | undefined }>
 }
 
 export function plainSourceStore (db: Kysely<Database>): SourceStore {
@@ -21,6 +26,8 @@ export function plainSourceStore (db: Kysely<Database>): SourceStore {
       await insertSources(db, [insert])
       return await conflictsOfSources(db, insert.sources.map((s) => s.id))
     },
-    delete: (id, scope) => deleteSource(db, id, scope)
+    delete: (id, scope) => deleteSource(db, id, scope),
+    list: (input) => listSources(runPlain(db), input),
+    listFirst: (input) => listFirstSources(runPlain(db), input)
   }
 }
