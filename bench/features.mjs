@@ -133,39 +133,60 @@ function load (target, paths) {
   return r
 }
 // pgbench on the service's own statements for a first page (bbox and datetime loads are first
-// pages; sources.repository.ts listFirstSources).
+// pages; sources.repository.ts listFirstSources), taken from the service's build as it compiles
+// them, with its parameters as pgbench variables.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgDir = mkdtempSync(join(tmpdir(), 'bench-features-pgbench-'))
-const iso = (ts) => `regexp_replace(to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US'), '\\.?0+$', '') || 'Z'`
-// The conflicts of each row (sources.repository.ts conflictsColumn), as the service reads them.
-const conflictsColumn = `(SELECT CASE WHEN count(*) > 0 THEN json_build_object('list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio, ${iso('lower(c.overlap_period)')}, ${iso('upper(c.overlap_period)')}) ORDER BY c.overlap_m2 DESC, c.other_id), 'total', CASE WHEN count(*) > 100 THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id") END) END FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p WHERE p.source_id = "sources"."id" ORDER BY p.overlap_m2 DESC, p.other_id LIMIT 101) AS c) as "conflicts"`
-const selectColumns = `"sources"."id", "feature_id", "organisation", "area_m2", ST_AsGeoJSON("geom", 15) as "geometry", ${iso('lower("period")')} as "start_at", ${iso('upper("period")')} as "end_at", ${iso('"created_at"')} as "created_at", ${conflictsColumn}`
-// With a bbox: one statement, the matches found once, counted, and the page chosen among them;
-// otherwise the page, then the count (listFirstSources).
-function pgbench (name, setup, where, { bbox }) {
+const { compileByShape, queryBuilder } = await import('../dist/fast/compiled-query.js')
+const repository = await import('../dist/sources/sources.repository.js')
+// `vars` maps each parameter's value in `input` to the pgbench expression that stands for it.
+// pgbench reads ":name" as a variable, so each single colon (all are in string literals, such as
+// '"conflict":true' and to_char's format; casts are "::") becomes chr(58), which PostgreSQL folds
+// back into the constant when it plans the statement.
+function statement (build, input, vars) {
+  const q = compileByShape((i) => build(queryBuilder, i), repository.LIST_INPUT_SHAPE_KEYS)(input)
+  return q.sql.replace(/(?<!:):(?!:)/g, "' || chr(58) || '").replace(/\$(\d+)/g, (_, n) => {
+    const v = q.parameters[Number(n) - 1]
+    if (!vars.has(v)) throw new Error(`no pgbench variable for parameter ${n} (${v})`)
+    return vars.get(v)
+  }).replace(/\s*\n\s*/g, ' ') + ';'
+}
+const page = { sort: { field: 'id', descending: false }, limit: 100 }
+const CAP = 100_000 // ITEMS_COUNT_MAX's default
+const common = [['bench', ':org'], [100, ':lim'], [CAP, ':cap']]
+function pgbench (name, script) {
   const file = join(pgDir, `${name}.sql`)
-  writeFileSync(file, bbox
-    ? `${setup}
-with "matches" as materialized (select "id", id as "sort_key" from "sources" where "organisation" = 'bench' and ${where} limit 100001), "page" as (select "id", "sort_key" from "matches" order by sort_key ASC, id ASC limit 101) select (SELECT count(*) FROM matches) as "matched", ${selectColumns} from "sources" inner join "page" on "page"."id" = "sources"."id" order by page.sort_key ASC, page.id ASC;
-`
-    : `${setup}
-select ${selectColumns} from "sources" inner join (select "id", id as "sort_key" from "sources" where "organisation" = 'bench' and ${where} order by id ASC, id ASC limit 101) as "page" on "page"."id" = "sources"."id" order by page.sort_key ASC, page.id ASC;
-select count(*) as "n" from (select 1 as "one" from "sources" where "organisation" = 'bench' and ${where} limit 100001) as "matching";
-`)
+  writeFileSync(file, script)
   const rates = []
   for (let i = 0; i < RUNS; i++) {
-    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(DURATION), '-f', file, url], { encoding: 'utf8' })
+    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(DURATION), '-D', 'org=bench', '-D', 'lim=100', '-D', `cap=${CAP}`, '-f', file, url], { encoding: 'utf8' })
     if (r.status !== 0) throw new Error(`pgbench ${name}: ${r.stderr}`)
     rates.push(Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]))
   }
   return median(rates)
 }
-const M = 0.0001 // the inner box of the bounding-box shortcut (sources.repository.ts)
-const envelope = (size) => `(geom && ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326) AND (geom @ ST_MakeEnvelope(:x + ${M}, :y + ${M}, :x + ${size - M}, :y + ${size - M}, 4326) OR ST_Intersects(geom, ST_MakeEnvelope(:x, :y, :x + ${size}, :y + ${size}, 4326))))`
-const windowSetup = (size) => `\\set xi random(0, ${Math.round((30 - size) * 1000)})
+// With a bbox: one statement, the matches found once, counted, and the page chosen among them.
+function bboxScript (size) {
+  const input = { scope: { organisation: 'bench' }, filter: { boxes: repository.searchBoxes(1001, 1002, 1003, 1004) }, page, cap: CAP }
+  const vars = new Map([...common, [1001, ':x'], [1002, ':y'], [1003, ':x2'], [1004, ':y2']])
+  return `\\set xi random(0, ${Math.round((30 - size) * 1000)})
 \\set yi random(0, ${Math.max(1, Math.round((yRows * 0.01 - size) * 1000))})
 \\set x -15 + :xi / 1000.0
-\\set y -15 + :yi / 1000.0`
+\\set y -15 + :yi / 1000.0
+\\set x2 :x + ${size}
+\\set y2 :y + ${size}
+${statement(repository.countedPageQuery, input, vars)}
+`
+}
+// Otherwise the page, then the count (there is always more than one page here).
+function datetimeScript () {
+  const input = { scope: { organisation: 'bench' }, filter: { datetime: { from: '2001-01-01T00:00:00Z', to: '2001-01-02T00:00:00Z' } }, page, cap: CAP }
+  const vars = new Map([...common, ['2001-01-01T00:00:00Z', "('2020-01-01Z'::timestamptz + :d * interval '1 day')"], ['2001-01-02T00:00:00Z', "('2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day')"]])
+  return `\\set d random(0, 1400)
+${statement(repository.listPageQuery, input, vars)}
+${statement(repository.countQuery, input, vars)}
+`
+}
 
 // The floor: bench/floor-server.mjs (no framework, no database) answering a body of a page's
 // mean size, under the same generator. With the service's own CPU added to PostgreSQL's on the
@@ -193,7 +214,7 @@ for (const [name, size] of [['bbox 0.05Â° window, limit=100', 0.05], ['bbox 0.4Â
   const svc = median(Array.from({ length: RUNS }, () => load('service', ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)).rps))
   const fl = await floor(await meanBytes(ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)))
   const ms = median(Array.from({ length: RUNS }, () => load('mapserver', ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`)).rps))
-  const pg = pgbench(`bbox-${size}`, windowSetup(size), envelope(size), { bbox: true })
+  const pg = pgbench(`bbox-${size}`, bboxScript(size))
   table.push(row(name, svc, ms, pg, fl))
 }
 {
@@ -201,7 +222,7 @@ for (const [name, size] of [['bbox 0.05Â° window, limit=100', 0.05], ['bbox 0.4Â
   const svc = median(Array.from({ length: RUNS }, () => load('service', intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)).rps))
   const fl = await floor(await meanBytes(intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)))
   const ms = median(Array.from({ length: RUNS }, () => load('mapserver', intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`)).rps))
-  const pg = pgbench('datetime', `\\set d random(0, 1400)`, `period && tstzrange('2020-01-01Z'::timestamptz + :d * interval '1 day', '2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day', '[]')`, { bbox: false })
+  const pg = pgbench('datetime', datetimeScript())
   table.push(row('datetime 10-day interval, limit=100 (MapServer ignores datetime)', svc, ms, pg, fl))
 }
 out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} Ã— ${DURATION} s)`, '', ...table, '')
