@@ -2,7 +2,6 @@
 // Registration order: infrastructure plugins, shared services, then routes.
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import swagger from '@fastify/swagger'
-import helmet from '@fastify/helmet'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
@@ -16,6 +15,7 @@ import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import largeBodiesPlugin from './plugins/large-bodies.js'
+import securityHeaders from './plugins/security-headers.js'
 import healthRoutes from './health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
@@ -71,28 +71,30 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   // with no inline script or style, nosniff, frames denied. Images may also come from the
   // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
   const tiles = tileOrigin(config.MAP_TILE_URL)
-  await app.register(helmet, {
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:', ...(tiles !== undefined ? [tiles] : [])],
-        connectSrc: ["'self'"],
-        fontSrc: ["'self'"],
-        objectSrc: ["'none'"],
-        baseUri: ["'self'"],
-        formAction: ["'self'"],
-        frameAncestors: ["'none'"]
-      }
-    },
-    frameguard: { action: 'deny' },
-    // HSTS belongs to whatever terminates TLS in front of the service, not to a plain-HTTP app.
-    strictTransportSecurity: false,
-    // The API is read by other origins' scripts (with CORS) and by GIS clients: no CORP/COEP.
-    crossOriginResourcePolicy: false,
-    crossOriginEmbedderPolicy: false
+  await app.register(securityHeaders, {
+    helmet: {
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'", 'data:', ...(tiles !== undefined ? [tiles] : [])],
+          connectSrc: ["'self'"],
+          fontSrc: ["'self'"],
+          objectSrc: ["'none'"],
+          baseUri: ["'self'"],
+          formAction: ["'self'"],
+          frameAncestors: ["'none'"]
+        }
+      },
+      frameguard: { action: 'deny' },
+      // HSTS belongs to whatever terminates TLS in front of the service, not to a plain-HTTP app.
+      strictTransportSecurity: false,
+      // The API is read by other origins' scripts (with CORS) and by GIS clients: no CORP/COEP.
+      crossOriginResourcePolicy: false,
+      crossOriginEmbedderPolicy: false
+    }
   })
   await app.register(dbPlugin, { db })
   await app.register(authPlugin, { config })

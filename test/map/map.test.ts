@@ -26,6 +26,19 @@ t.test('the page, its script and Leaflet, with strict security headers', async (
   t.same(config.json(), { tileUrl: 'none', attribution: '' })
 })
 
+t.test('every response carries the same security headers: a page, JSON, an error', async (t) => {
+  const page = await app.inject({ method: 'GET', url: '/map' })
+  const expected = ['content-security-policy', 'cross-origin-opener-policy', 'origin-agent-cluster', 'referrer-policy', 'x-content-type-options',
+    'x-dns-prefetch-control', 'x-download-options', 'x-frame-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']
+  const security = (headers: Record<string, unknown>) => Object.fromEntries(expected.map((name) => [name, headers[name]]))
+  t.ok(expected.every((name) => typeof page.headers[name] === 'string'), 'helmet\'s headers')
+  t.equal(page.headers['strict-transport-security'], undefined, 'no HSTS (TLS ends in front of the service)')
+  for (const url of ['/conformance', '/collections', '/no-such-route']) {
+    const res = await app.inject({ method: 'GET', url })
+    t.same(security(res.headers), security(page.headers), `${url} (${res.statusCode})`)
+  }
+})
+
 t.test('a basemap\'s origin is allowed for images, and nothing else', async (t) => {
   const { app: withTiles } = await build(t, { MAP_TILE_URL: 'https://{s}.tiles.example.org/{z}/{x}/{y}.png' })
   const csp = String((await withTiles.inject({ method: 'GET', url: '/map' })).headers['content-security-policy'])
