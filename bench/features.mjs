@@ -154,16 +154,17 @@ function statement (build, input, vars) {
 const page = { sort: { field: 'id', descending: false }, limit: 100 }
 const CAP = 100_000 // ITEMS_COUNT_MAX's default
 const common = [['bench', ':org'], [100, ':lim'], [CAP, ':cap']]
-function pgbench (name, script) {
+function pgbenchFile (name, script) {
   const file = join(pgDir, `${name}.sql`)
   writeFileSync(file, script)
-  const rates = []
-  for (let i = 0; i < RUNS; i++) {
-    const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(DURATION), '-D', 'org=bench', '-D', 'lim=100', '-D', `cap=${CAP}`, '-f', file, url], { encoding: 'utf8' })
-    if (r.status !== 0) throw new Error(`pgbench ${name}: ${r.stderr}`)
-    rates.push(Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1]))
-  }
-  return median(rates)
+  return file
+}
+function pgbench (file) {
+  const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-T', String(DURATION), '-D', 'org=bench', '-D', 'lim=100', '-D', `cap=${CAP}`, '-f', file, url], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`pgbench ${file}: ${r.stderr}`)
+  const tps = Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1])
+  log(`pgbench: ${Math.round(tps)} tps`)
+  return tps
 }
 // With a bbox: one statement, the matches found once, counted, and the page chosen among them.
 function bboxScript (size) {
@@ -200,30 +201,41 @@ async function floor (bytes) {
   return median(rates)
 }
 
-const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | floor req/s (same body size) | service × MapServer | service × pgbench | bound × pgbench |', '|---|---|---|---|---|---|---|---|']
-const row = (name, svc, ms, pg, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | ${(svc / pg).toFixed(2)}× | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
+const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | floor req/s (same body size) | service × MapServer | service × pgbench (min–max of the rounds) | bound × pgbench |', '|---|---|---|---|---|---|---|---|']
+const row = (name, { svc, ms, pg, ratios }, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | **${median(ratios).toFixed(2)}×** (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
 async function meanBytes (paths) {
   let total = 0
   for (const p of paths.slice(0, 20)) total += (await (await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer()).byteLength
   return Math.round(total / Math.min(20, paths.length))
 }
+// RUNS rounds, each the service then pgbench (then MapServer, unless `mapServerLast`), so that
+// the two sides of a ratio are measured seconds apart: this machine's speed drifts by ±15 % over
+// minutes. The ratio is the median of the rounds' ratios. MapServer's rounds come last for the
+// datetime load, which it cannot serve (it counts the whole table per request, and its
+// processes stay busy after the load ends).
+function rounds (servicePaths, mapServerPaths, file, { mapServerLast = false } = {}) {
+  const svc = []; const pg = []; let ms = []
+  for (let i = 0; i < RUNS; i++) {
+    svc.push(load('service', servicePaths).rps)
+    pg.push(pgbench(file))
+    if (!mapServerLast) ms.push(load('mapserver', mapServerPaths).rps)
+  }
+  if (mapServerLast) ms = Array.from({ length: RUNS }, () => load('mapserver', mapServerPaths).rps)
+  return { svc: median(svc), ms: median(ms), pg: median(pg), ratios: svc.map((s, i) => s / pg[i]) }
+}
 for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4° window, limit=100', 0.4]]) {
   const ws = windows(size)
   log(name)
-  load('service', ws.slice(0, 50).map((w) => `/collections/sources/items?limit=100&bbox=${w}`))
-  const svc = median(Array.from({ length: RUNS }, () => load('service', ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)).rps))
-  const fl = await floor(await meanBytes(ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)))
-  const ms = median(Array.from({ length: RUNS }, () => load('mapserver', ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`)).rps))
-  const pg = pgbench(`bbox-${size}`, bboxScript(size))
-  table.push(row(name, svc, ms, pg, fl))
+  const paths = ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)
+  load('service', paths.slice(0, 50))
+  const r = rounds(paths, ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`), pgbenchFile(`bbox-${size}`, bboxScript(size)))
+  table.push(row(name, r, await floor(await meanBytes(paths))))
 }
 {
   log('datetime')
-  const svc = median(Array.from({ length: RUNS }, () => load('service', intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)).rps))
-  const fl = await floor(await meanBytes(intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)))
-  const ms = median(Array.from({ length: RUNS }, () => load('mapserver', intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`)).rps))
-  const pg = pgbench('datetime', datetimeScript())
-  table.push(row('datetime 10-day interval, limit=100 (MapServer ignores datetime)', svc, ms, pg, fl))
+  const paths = intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)
+  const r = rounds(paths, intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`), pgbenchFile('datetime', datetimeScript()), { mapServerLast: true })
+  table.push(row('datetime 10-day interval, limit=100 (MapServer ignores datetime)', r, await floor(await meanBytes(paths))))
 }
 out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} × ${DURATION} s)`, '', ...table, '')
 
