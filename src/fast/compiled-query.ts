@@ -3,7 +3,9 @@
 // compiler's walk) costs CPU on every request while the SQL text never changes.
 //
 // The query is built once with placeholder values: unique strings, or array instances, that
-// stand for a parameter and are found again among the compiled parameters by identity.
+// stand for a parameter and are found again among the compiled parameters by identity. A query
+// whose SQL depends on which of its inputs are present (the items' filters and sort) is compiled
+// once per shape of its input (compileByShape).
 import {
   type Compilable, type CompiledQuery, DummyDriver, Kysely,
   PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler
@@ -55,7 +57,7 @@ class NumberPlaceholder {
  * path, in a fixed order. Every string and number is a parameter, except the values of
  * `shapeKeys`; booleans, nulls, array lengths and which keys are present are the input's shape.
  */
-export function parameterise (input: unknown, shapeKeys: readonly string[], replace: (path: string, value: string | number) => unknown): { replaced: unknown, values: Record<string, string | number> } {
+function parameterise (input: unknown, shapeKeys: readonly string[], replace: (path: string, value: string | number) => unknown): { replaced: unknown, values: Record<string, string | number> } {
   const values: Record<string, string | number> = {}
   const visit = (value: unknown, path: string, key: string): unknown => {
     if (typeof value === 'string' || typeof value === 'number') {
@@ -79,7 +81,7 @@ export function shapeOf (input: unknown, shapeKeys: readonly string[]): { shape:
 }
 
 /** Compiles `build` for the shape of `input`; the result binds the values of any input of that shape. */
-export function compileShape<I, O> (build: (input: I) => Compilable<O>, input: I, shapeKeys: readonly string[]): (values: Record<string, unknown>) => CompiledQuery<O> {
+function compileShape<I, O> (build: (input: I) => Compilable<O>, input: I, shapeKeys: readonly string[]): (values: Record<string, unknown>) => CompiledQuery<O> {
   const placeholders: Record<string, unknown> = {}
   const withPlaceholders = parameterise(input, shapeKeys, (path, value) => {
     placeholders[path] = typeof value === 'string' ? placeholder(path) : new NumberPlaceholder(path)

@@ -205,9 +205,10 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
       yield `],${tail.slice(1)}`
     }
-    // Each feature is exactly GET /sources/?id='s (featureJson), spliced as text. A page that
-    // fits in one query is sent as one string; a larger one as a byte stream, which reads the
-    // next chunk only when the socket has taken the last (objectMode would queue 16 chunks).
+    // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.repository.ts
+    // featureText) and spliced as text. A page that fits in one query is sent as one string; a
+    // larger one as a byte stream, which reads the next chunk only when the socket has taken the
+    // last (objectMode would queue 16 chunks).
     const untyped: FastifyReply = reply.type(GEOJSON)
     if (streamed) return untyped.send(Readable.from(body(), { objectMode: false }))
     let text = ''

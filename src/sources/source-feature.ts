@@ -1,5 +1,6 @@
-// A stored source as the GeoJSON Feature every read returns (GET /sources/?id=, and each feature
-// of the OGC API items), as JSON text.
+// A stored source as the GeoJSON Feature GET /sources/?id= and /collections/sources/items/{id}
+// return, as JSON text. Listings make the same Feature in PostgreSQL (sources.repository.ts
+// featureText; test/sources/conflicts.test.ts compares the two).
 import { CONFLICTS_LISTED, type Conflict, type SourceRow } from './sources.repository.js'
 
 /** The conflicts as the API lists them: the first CONFLICTS_LISTED, and the total beyond that. */

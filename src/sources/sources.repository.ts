@@ -182,7 +182,8 @@ const isoJson = (ts: RawBuilder<unknown> | Expression<unknown>) => sql<string>`'
 /**
  * The GeoJSON Feature of the `sources` row in scope, as JSON text made by PostgreSQL: the same
  * Feature, field for field and in the same order, as featureJson (source-feature.ts) makes from
- * a SourceRow for GET /sources/?id= (test/features/items.test.ts compares them). Listings use it,
+ * a SourceRow for GET /sources/?id= (test/sources/conflicts.test.ts compares them, conflicts and
+ * conflicts_total included). Listings use it,
  * so that the service reads one column per feature instead of parsing nine and serialising them
  * again. Numbers are float8out's shortest exact form, as JavaScript's.
  */
@@ -364,8 +365,8 @@ function pageOrder (page: ListPage) {
 const plusOne = (n: number) => sql<number>`${n}::int8 + 1`
 
 /**
- * Up to page.limit + 1 rows (the extra one says there is a next page), in the page's order. The
- * page's ids are chosen first and only their rows are formatted: GeoJSON and dates are not made
+ * A page as one ListedPage row. Its ids are chosen first (page.limit + 1 of them: the extra one
+ * says there is a next page) and only their rows are formatted: GeoJSON and dates are not made
  * for the thousands of matches a sort passes over.
  */
 export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
