@@ -361,6 +361,17 @@ function pageOrder (page: ListPage) {
   return { key, direction }
 }
 
+/**
+ * ORDER BY over the chosen ids (`sort_key`, `id`) of a page, with `prefix` their relation's
+ * name and dot. Sorted by id, sort_key is id under another name, which PostgreSQL does not see:
+ * the order is then written as id alone, so that it matches the order the rows come in.
+ */
+function keyOrder (prefix: '' | 'page.', { sort }: ListPage): RawBuilder<unknown> {
+  const direction = sort.descending ? sql`DESC` : sql`ASC`
+  const [sortKey, id] = [sql.raw(`${prefix}sort_key`), sql.raw(`${prefix}id`)]
+  return sort.field === 'id' ? sql`${id} ${direction}` : sql`${sortKey} ${direction}, ${id} ${direction}`
+}
+
 /** LIMIT n + 1 with n a parameter (the extra row says there is more). */
 const plusOne = (n: number) => sql<number>`${n}::int8 + 1`
 
@@ -382,8 +393,12 @@ export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
   // The constant bound lets the generic plan of this prepared statement know that the page is
   // small (the limit is a parameter it cannot see): without it, it joined the page to `sources`
   // by a hash over a sequential scan of the whole table, 254 ms instead of 2.
+  // The outer order is one the planner sees the bounded rows already come in (keyOrder), so the
+  // outer LIMIT stops the scan after limit + 1 rows: ORDER BY sort_key, id, when sorting by id,
+  // sorted all 10,001 rows of the bound on every page (14 ms for an unfiltered first page, 70 ms
+  // for each chunk of a streamed page).
   const bounded = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(sql.lit(PAGE_ROWS_MAX))
-  const chosen = sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY sort_key ${direction}, id ${direction} LIMIT ${plusOne(page.limit)})`
+  const chosen = sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})`
   return compilable(db, aggregatedPage(pageSources(chosen, page), page))
 }
 
@@ -394,10 +409,9 @@ const PAGE_ROWS_MAX = 10_001
 const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compile: () => query.compile(db) })
 
 /** The sources of a page (ids and sort keys, limit + 1 of them), numbered n in the page's order. */
-function pageSources (page: RawBuilder<unknown>, { sort }: ListPage) {
-  const direction = sort.descending ? sql`DESC` : sql`ASC`
+function pageSources (page: RawBuilder<unknown>, listPage: ListPage) {
   return sql`SELECT s.id, s.feature_id, s.organisation, s.geom, s.period, s.created_at, s.area_m2,
-      row_number() OVER (ORDER BY page.sort_key ${direction}, page.id ${direction}) AS n
+      row_number() OVER (ORDER BY ${keyOrder('page.', listPage)}) AS n
     FROM sources AS s JOIN ${page} AS page ON page.id = s.id`
 }
 
