@@ -4,16 +4,22 @@
 // statements (the capped count and the page SELECT); the first page of an unfiltered listing;
 // deep paging (page 1,000 by cursors against page 1); and a 100,000-feature export with
 // limit=10000 against ogr2ogr reading the table straight from PostGIS, with the service's peak RSS.
-// Prints Markdown. Usage: npm run build && node bench/features.mjs
+// HTTP loads run under wrk, and the service's also under autocannon (see `load`). Needs Debian's
+// cgi-mapserver, lighttpd, gdal-bin (ogr2ogr) and wrk. BENCH_RUNS rounds (default 5) of
+// BENCH_DURATION s (default 5). Prints Markdown. Usage: npm run build && node bench/features.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
 
+if (spawnSync('wrk', ['--version']).error !== undefined) {
+  process.stderr.write('bench/features.mjs needs wrk (Debian: apt-get install wrk)\n')
+  process.exit(1)
+}
 const ROWS = Number(process.env.BENCH_FEATURE_ROWS ?? 1_000_000)
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
-const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 const CONNECTIONS = 16
 const log = (m) => process.stderr.write(`[features] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -126,10 +132,14 @@ const intervals = Array.from({ length: 500 }, () => {
   return `${start.toISOString().slice(0, 19)}Z/${end.toISOString().slice(0, 19)}Z`
 })
 
-function load (target, paths) {
-  const s = { url: target === 'service' ? base : `http://127.0.0.1:${msPort}`, connections: CONNECTIONS, duration: DURATION, token: target === 'service' ? token : undefined, kind: 'paths', paths }
+// Each HTTP load runs under wrk (C, ~0.03 ms of CPU per request on the two cores it shares with
+// the service and PostgreSQL, as pgbench's own client is C) unless `client` says autocannon
+// (Node, ~0.1–0.3 ms per request: bench/load.mjs). The service is measured under both.
+function load (target, paths, client = 'wrk') {
+  const s = { url: target === 'service' ? base : `http://127.0.0.1:${msPort}`, connections: CONNECTIONS, duration: DURATION, token: target === 'service' ? token : undefined, kind: 'paths', paths, client }
   const r = JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
-  log(`${target}: ${Math.round(r.rps)} req/s, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`)
+  log(`${target} (${client}): ${Math.round(r.rps)} req/s, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}, generator ${(r.generatorCpuMs * 1000 / Math.max(1, r.total)).toFixed(0)} µs CPU/request`)
+  if (r.non2xx > 0 || r.errors > 0) log(`${target} (${client}): ${r.non2xx} answers not 2xx, ${r.errors} errors`)
   return r
 }
 // pgbench on the service's own statements for a first page (bbox and datetime loads are first
@@ -196,38 +206,42 @@ async function floor (bytes) {
   const port = await freePort()
   const server = spawn(process.execPath, ['bench/floor-server.mjs'], { env: { ...process.env, PORT: String(port), FLOOR_BODY_BYTES: String(bytes) }, stdio: 'ignore' })
   for (let i = 0; i < 100; i++) { try { await fetch(`http://127.0.0.1:${port}/`); break } catch {} await sleep(50) }
-  const rates = Array.from({ length: RUNS }, () => JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: DURATION, kind: 'paths', paths: ['/'] })], { encoding: 'utf8' })).rps)
+  const rates = Array.from({ length: RUNS }, () => JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: DURATION, kind: 'paths', paths: ['/'], client: 'wrk' })], { encoding: 'utf8' })).rps)
   server.kill()
   return median(rates)
 }
 
-const table = ['| scenario | service req/s | MapServer req/s | pgbench tps (the service\'s statements) | floor req/s (same body size) | service × MapServer | service × pgbench (min–max of the rounds) | bound × pgbench |', '|---|---|---|---|---|---|---|---|']
-const row = (name, { svc, ms, pg, ratios }, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${(svc / ms).toFixed(2)}× | **${median(ratios).toFixed(2)}×** (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
+const table = ['| scenario | service req/s (wrk) | service req/s (autocannon) | MapServer req/s (wrk) | pgbench tps (the service\'s statements) | floor req/s (same body size) | service × MapServer | service × pgbench, wrk (min–max of the rounds) | service × pgbench, autocannon (min–max) | bound × pgbench |', '|---|---|---|---|---|---|---|---|---|---|']
+const range = (ratios) => `${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
+const row = (name, { svc, svcAc, ms, pg, ratios, ratiosAc }, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} | ${Math.round(svcAc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pg).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${ms > 0 ? `${(svc / ms).toFixed(2)}×` : '—'} | **${range(ratios)}** | ${range(ratiosAc)} | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
 async function meanBytes (paths) {
   let total = 0
   for (const p of paths.slice(0, 20)) total += (await (await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer()).byteLength
   return Math.round(total / Math.min(20, paths.length))
 }
-// RUNS rounds, each the service then pgbench (then MapServer, unless `mapServerLast`), so that
-// the two sides of a ratio are measured seconds apart: this machine's speed drifts by ±15 % over
-// minutes. The ratio is the median of the rounds' ratios. MapServer's rounds come last for the
-// datetime load, which it cannot serve (it counts the whole table per request, and its
-// processes stay busy after the load ends).
+// RUNS rounds, each the service (wrk), pgbench, MapServer (wrk, unless `mapServerLast`), then the
+// service again under autocannon, so that the two sides of a ratio are measured seconds apart:
+// this machine's speed drifts by ±15 % over minutes. A ratio is the median of the rounds'
+// ratios; the autocannon ratio takes the pgbench run just before it. MapServer's rounds come
+// last for the datetime load, which it cannot serve (it counts the whole table per request, and
+// its processes stay busy after the load ends).
 function rounds (servicePaths, mapServerPaths, file, { mapServerLast = false } = {}) {
-  const svc = []; const pg = []; let ms = []
+  const svc = []; const svcAc = []; const pg = []; let ms = []
   for (let i = 0; i < RUNS; i++) {
     svc.push(load('service', servicePaths).rps)
     pg.push(pgbench(file))
     if (!mapServerLast) ms.push(load('mapserver', mapServerPaths).rps)
+    svcAc.push(load('service', servicePaths, 'autocannon').rps)
   }
   if (mapServerLast) ms = Array.from({ length: RUNS }, () => load('mapserver', mapServerPaths).rps)
-  return { svc: median(svc), ms: median(ms), pg: median(pg), ratios: svc.map((s, i) => s / pg[i]) }
+  return { svc: median(svc), svcAc: median(svcAc), ms: median(ms), pg: median(pg), ratios: svc.map((s, i) => s / pg[i]), ratiosAc: svcAc.map((s, i) => s / pg[i]) }
 }
 for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4° window, limit=100', 0.4]]) {
   const ws = windows(size)
   log(name)
   const paths = ws.map((w) => `/collections/sources/items?limit=100&bbox=${w}`)
   load('service', paths.slice(0, 50))
+  load('service', paths.slice(0, 50), 'autocannon')
   const r = rounds(paths, ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`), pgbenchFile(`bbox-${size}`, bboxScript(size)))
   table.push(row(name, r, await floor(await meanBytes(paths))))
 }
@@ -236,6 +250,18 @@ for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4�
   const paths = intervals.map((i) => `/collections/sources/items?limit=100&datetime=${i}`)
   const r = rounds(paths, intervals.map((i) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&datetime=${i}`), pgbenchFile('datetime', datetimeScript()), { mapServerLast: true })
   table.push(row('datetime 10-day interval, limit=100 (MapServer ignores datetime)', r, await floor(await meanBytes(paths))))
+  // MapServer's processes go on counting the table for requests the generator gave up on: cancel
+  // their statements so they do not slow the measurements below.
+  // their statements (again, while lighttpd still hands it queued requests, up to a minute) so
+  // they do not slow the measurements below.
+  let cancelled = 0
+  for (let quiet = 0, i = 0; quiet < 3 && i < 60; i++) {
+    const n = Number((await db.query(`SELECT count(pg_cancel_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`)).rows[0].n)
+    cancelled += n
+    quiet = n === 0 ? quiet + 1 : 0
+    await sleep(1000)
+  }
+  log(`cancelled ${cancelled} statements MapServer was still running`)
 }
 out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} × ${DURATION} s)`, '', ...table, '')
 
