@@ -1,0 +1,46 @@
+// A cursor page sorted by id reads limit + 1 rows of the primary key and stops, whatever is
+// after the cursor: its statement orders the bounded ids the way the index returns them. It
+// once ordered them by `sort_key, id`, in which PostgreSQL did not see the index's order, and
+// sorted all rows of the bound (up to 10,001) on every page and every chunk of a streamed page.
+import t from 'tap'
+import { CompiledQuery, sql } from 'kysely'
+import { compileByShape, queryBuilder } from '../../src/fast/compiled-query.js'
+import { LIST_INPUT_SHAPE_KEYS, listPageQuery } from '../../src/sources/sources.repository.js'
+import { addAccount, build } from '../helper.js'
+
+const { db } = await build(t)
+const owner = await addAccount(db, { role: 'editor', organisation: 'org-plan' })
+const ROWS = 2000
+await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+  SELECT 'src_plan' || lpad(n::text, 18, '0'), 'plan-' || n, 'org-plan', ${owner.id}::uuid,
+    ST_MakeEnvelope(n * 0.001, 0, n * 0.001 + 0.0005, 0.0005, 4326), '[2024-01-01Z,2024-02-01Z)'
+  FROM generate_series(1, ${ROWS}) AS n`.execute(db)
+await sql`ANALYZE sources`.execute(db)
+
+interface PlanNode { 'Node Type': string, 'Index Name'?: string, 'Actual Rows': number, 'Actual Loops': number, Plans?: PlanNode[] }
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)]
+
+for (const descending of [false, true]) {
+  t.test(`a page of 5 after a cursor, id ${descending ? 'descending' : 'ascending'}: the primary key is read for 6 rows`, async (t) => {
+    const cursor = `src_plan${String(descending ? ROWS - 10 : 10).padStart(18, '0')}`
+    const page = compileByShape((i: Parameters<typeof listPageQuery>[1]) => listPageQuery(queryBuilder, i), LIST_INPUT_SHAPE_KEYS)({
+      scope: { organisation: 'org-plan' }, filter: {}, page: { sort: { field: 'id', descending }, after: { value: cursor, id: cursor }, limit: 5 }, cap: 100
+    })
+    const plan = await db.connection().execute(async (conn) => {
+      // As on a large table: the rows after the cursor are reached by the primary key.
+      await sql`SET enable_seqscan = off`.execute(conn)
+      await sql`SET enable_bitmapscan = off`.execute(conn)
+      try {
+        return (await conn.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, [...page.parameters]))).rows[0]?.['QUERY PLAN'][0].Plan
+      } finally {
+        await sql`RESET enable_seqscan`.execute(conn)
+        await sql`RESET enable_bitmapscan`.execute(conn)
+      }
+    })
+    t.ok(plan !== undefined, 'EXPLAIN gave a plan')
+    const scans = nodes(plan as PlanNode).filter((n) => n['Index Name'] === 'sources_pkey' && n['Actual Loops'] === 1)
+    t.equal(scans.length, 1, 'one scan of the primary key chooses the page')
+    t.equal(scans[0]?.['Actual Rows'], 6, 'limit + 1 rows, not the 1,990 after the cursor')
+    t.notOk(nodes(plan as PlanNode).some((n) => n['Node Type'] === 'Sort' && (n.Plans ?? []).some((input) => input['Actual Rows'] > 6)), 'nothing sorts more rows than the page')
+  })
+}
