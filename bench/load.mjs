@@ -257,5 +257,5 @@ end
   // `times`: the shell's user and system time, then its children's ("0m1.23s 0m0.45s").
   const children = r.stdout.trim().split('\n').at(-1).match(/(\d+)m([\d.]+)s/g).map((t) => { const [, m, sec] = /(\d+)m([\d.]+)s/.exec(t); return Number(m) * 60 + Number(sec) })
   const errors = w.connect + w.read + w.write
-  return { rps: w.requests / (w.duration / 1e6), p50: +(w.p50 / 1000).toFixed(1), p99: +(w.p99 / 1000).toFixed(1), total: w.requests, non2xx: w.status, errors, timeouts: w.timeout, statusCodes: w.status === 0 ? { 200: w.requests } : { '2xx': w.requests - w.status, other: w.status }, wrkCpuMs: Math.round((children[0] + children[1]) * 1000) }
+  return { rps: w.requests / (w.duration / 1e6), p50: +(w.p50 / 1000).toFixed(1), p99: +(w.p99 / 1000).toFixed(1), total: w.requests, non2xx: w.status, errors, timeouts: w.timeout, statusCodes: { '2xx/3xx': w.requests - w.status, ...(w.status > 0 ? { '4xx/5xx': w.status } : {}) }, wrkCpuMs: Math.round((children[0] + children[1]) * 1000) }
 }
