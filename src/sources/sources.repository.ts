@@ -438,10 +438,10 @@ export function countQuery (db: Db, { scope, filter, cap }: ListInput) {
  * match's row anyway, so this is one spatial scan instead of two (1.8× the rate, bench/NOTES.md).
  */
 export function countedPageQuery (db: Db, { scope, filter, page, cap }: ListInput) {
-  const { key, direction } = pageOrder(page)
+  const { key } = pageOrder(page)
   const matches = filtered(db, scope, filter).select(['id', key.as('sort_key')]).limit(plusOne(cap))
   return compilable(db, sql<ListedPage & { matched: string }>`WITH matches AS MATERIALIZED (${matches}),
-    page AS (SELECT id, sort_key FROM matches ORDER BY sort_key ${direction}, id ${direction} LIMIT ${plusOne(page.limit)})
+    page AS (SELECT id, sort_key FROM matches ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})
     ${aggregatedPage(pageSources(sql`page`, page), page, sql`, (SELECT count(*) FROM matches) AS matched`)}`)
 }
 
