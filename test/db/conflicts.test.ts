@@ -146,6 +146,24 @@ t.test('the whole world and a 180°-wide sliver: recorded, no error', async (t) 
   t.ok(ws !== undefined && Math.abs(ws.overlap_ratio - 1) < 1e-9, 'the sliver lies wholly in the world')
 })
 
+t.test('a corner digitised twice, a rounding apart: GEOS\'s predicate gives up, the insert does not', async (t) => {
+  // Found by make bench: a 500-vertex circle posted through the API, and a diamond inserted with
+  // ST_Translate, whose shared corner came out as -6.769 and -6.768999999999999. GEOS's
+  // ST_Intersects throws "side location conflict" on them, and sql/008's rule called it
+  // unprotected: the INSERT failed (a 500 for a valid POST).
+  const circle = Array.from({ length: 500 }, (_, i) => {
+    const a = (2 * Math.PI * (i % 499)) / 499
+    return `${+(-6.77 + +(0.001 * Math.cos(a)).toFixed(7)).toFixed(7)} ${+(37.07 + +(0.001 * Math.sin(a)).toFixed(7)).toFixed(7)}`
+  })
+  const period = { period: '[2031-01-01Z,2031-02-01Z)' }
+  const diamond = await insert('POLYGON((-6.768999999999999 37.07,-6.77 37.071,-6.771 37.07,-6.77 37.069,-6.768999999999999 37.07))', period)
+  const round = await insert(`POLYGON((${circle.join(',')}))`, period)
+  const [c] = await conflictsOf(diamond)
+  t.equal(c?.other_id, round, 'the circle holds the diamond: a conflict')
+  const area = Number((await sql<{ a: number }>`SELECT area_m2 AS a FROM sources WHERE id = ${diamond}`.execute(db)).rows[0]?.a)
+  t.ok(c !== undefined && Math.abs(c.overlap_m2 - area) < 1e-6 * area, `overlap ${c?.overlap_m2} m², the diamond's area ${area}`)
+})
+
 t.test('concurrent inserts of overlapping areas in two transactions: the pair is recorded', { skip: backend === 'embedded' ? 'one connection: transactions cannot interleave' : false }, async (t) => {
   // Each transaction's trigger runs before the other commits; the cell lock makes the second
   // wait for the first and then see it.
