@@ -14,7 +14,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
 
 const ROWS = Number(process.env.BENCH_CONFLICT_ROWS ?? 1_000_000)
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
@@ -55,7 +55,7 @@ async function startProcess (args, extraEnv, readyPath) {
   for (let i = 0; i < 200; i++) { try { if ((await fetch(`http://127.0.0.1:${port}${readyPath}`)).status < 500) break } catch {} await sleep(100) }
   return `http://127.0.0.1:${port}`
 }
-const service = await startProcess(['--max-semi-space-size=2', '--optimize-for-size', 'dist/main.cjs'],
+const service = await startProcess(SERVICE_ARGS,
   { NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }, '/ready')
 const naive = await startProcess(['bench/naive-server.mjs'],
   { ORG: 'bench', ACCOUNT_ID: accountId, NAIVE_PG_OPTIONS: '-c session_replication_role=replica' }, '/sources?id=x')

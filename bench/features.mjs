@@ -11,7 +11,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
 
 if (spawnSync('wrk', ['--version']).error !== undefined) {
   process.stderr.write('bench/features.mjs needs wrk (Debian: apt-get install wrk)\n')
@@ -58,7 +58,7 @@ const pgUrl = new URL(url)
 
 // The service, as npm start runs it.
 const servicePort = await freePort()
-const service = spawn(process.execPath, ['--max-semi-space-size=2', '--optimize-for-size', 'dist/main.cjs'], {
+const service = spawn(process.execPath, SERVICE_ARGS, {
   env: { ...env, PORT: String(servicePort), NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }, stdio: ['ignore', 'ignore', 'inherit']
 })
 process.on('exit', () => service.kill())

@@ -10,9 +10,9 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_FLAGS, benchDatabase, freePort } from './setup.mjs'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
-import { polygon } from './bodies.mjs'
+import { pgbenchPlacement, polygon } from './bodies.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -26,7 +26,7 @@ const { url, env, db, accountId, seed } = await benchDatabase(log)
 await seed(1, GET_ROWS)
 await db.query('VACUUM (ANALYZE) sources')
 
-const startArgs = ['--max-semi-space-size=2', '--optimize-for-size']
+const startArgs = SERVICE_FLAGS
 async function start (name, args, extraEnv, cwd = process.cwd()) {
   const port = await freePort()
   const child = spawn(process.execPath, args, { cwd, env: { ...env, ...extraEnv, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
@@ -77,12 +77,15 @@ for (let round = 0; round < RUNS; round++) {
   }
 }
 
-// pgbench: the service's own 1,000-row INSERT of the same polygons, 4 per client.
+// pgbench: the service's own 1,000-row INSERT of the same polygons, 4 per client, each moved to
+// a block at random as the generator moves each request's (bodies.mjs placement).
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const hex = multiPolygonEwkb(Array.from({ length: 1000 }, (_, i) => polygon(5, i))).toString('hex')
 const script = join(mkdtempSync(join(tmpdir(), 'variants-')), 'insert.sql')
+const place = pgbenchPlacement(1000)
 writeFileSync(script, `\\set n random(1, 1000000000000)
-INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_q' || lpad(CAST(CAST(:n AS bigint) * 1000 + g AS text), 21, '0') FROM generate_series(1, 1000) AS g)), unnest(ARRAY(SELECT 'pgq-' || CAST(:n AS text) || '-' || g FROM generate_series(1, 1000) AS g)), ST_Dump('\\x${hex}'::bytea::geometry), unnest(array_fill('2024-01-01T00:00:00Z'::timestamptz, ARRAY[1000])), unnest(array_fill('2024-02-01T00:00:00Z'::timestamptz, ARRAY[1000]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
+${place.set}
+INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_q' || lpad(CAST(CAST(:n AS bigint) * 1000 + g AS text), 21, '0') FROM generate_series(1, 1000) AS g)), unnest(ARRAY(SELECT 'pgq-' || CAST(:n AS text) || '-' || g FROM generate_series(1, 1000) AS g)), ST_Dump(ST_Translate('\\x${hex}'::bytea::geometry, ${place.dx}, ${place.dy})), unnest(array_fill('2024-01-01T00:00:00Z'::timestamptz, ARRAY[1000])), unnest(array_fill('2024-02-01T00:00:00Z'::timestamptz, ARRAY[1000]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
 `)
 const pgbenchRates = []
 for (let round = 0; round < RUNS; round++) {

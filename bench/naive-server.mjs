@@ -1,5 +1,6 @@
 // The framework floor: a minimal Fastify + pg server doing the same SQL as the service for GET,
-// POST (one or many features) and DELETE, with no validation, no auth and no rate limits.
+// POST (one or many features) and DELETE, conflicts included (read with each GET, read back after
+// each POST), with no validation, no auth and no rate limits.
 // Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
 import Fastify from 'fastify'
 import pg from 'pg'
@@ -17,14 +18,26 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const newId = () => 'src_' + Array.from(randomBytes(22), (b) => ALPHABET[b % 62]).join('')
 const iso = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
 
+// A source's conflicts as the service reads them (sql/008's pairs, largest overlap first, the
+// first 100 and the total beyond): since conflicts, GET and POST answer with them, and a
+// baseline that left them out would not be doing the same work.
+const conflicts = (id) => `(SELECT CASE WHEN count(*) > 0 THEN json_build_object(
+    'list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio,
+      to_char(lower(c.overlap_period) AT TIME ZONE 'UTC', ${iso}), to_char(upper(c.overlap_period) AT TIME ZONE 'UTC', ${iso})) ORDER BY c.overlap_m2 DESC, c.other_id),
+    'total', CASE WHEN count(*) > 100 THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END) END
+  FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
+    WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT 101) AS c) AS "conflicts"`
+const listed = (c) => c === null ? [] : c.list.slice(0, 100).map(([id, m2, ratio, start, end]) => ({ id, overlap_m2: m2, overlap_ratio: ratio, overlap_start: start, overlap_end: end }))
+
 app.get('/sources', async (req, reply) => {
   const { rows } = await pool.query(`select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry",
     to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at",
-    to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2"
-    from "sources" where "id" = $1 and "organisation" = $2`, [req.query.id, org])
+    to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2", ${conflicts('s.id')}
+    from "sources" as s where "id" = $1 and "organisation" = $2`, [req.query.id, org])
   if (rows.length === 0) return reply.code(404).send({ status: 404 })
   const r = rows[0]
-  return { type: 'Feature', id: r.id, geometry: JSON.parse(r.geometry), properties: { feature_id: r.feature_id, start_at: r.start_at, end_at: r.end_at, created_at: r.created_at, organisation: r.organisation, area_m2: r.area_m2 } }
+  const list = listed(r.conflicts)
+  return { type: 'Feature', id: r.id, geometry: JSON.parse(r.geometry), properties: { feature_id: r.feature_id, start_at: r.start_at, end_at: r.end_at, created_at: r.created_at, organisation: r.organisation, area_m2: r.area_m2, conflict: list.length > 0, conflicts: list, ...(r.conflicts?.total != null ? { conflicts_total: Number(r.conflicts.total) } : {}) } }
 })
 
 app.post('/sources', async (req, reply) => {
@@ -36,7 +49,10 @@ app.post('/sources', async (req, reply) => {
     FROM ROWS FROM (unnest($1::text[]), unnest($2::text[]), ST_Dump($7::bytea::geometry), unnest($3::timestamptz[]), unnest($4::timestamptz[]))
       WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`,
   [ids, fs.map((f) => f.id), fs.map((f) => f.properties.start_at), fs.map((f) => f.properties.end_at), org, accountId, multiPolygonEwkb(fs.map((f) => f.geometry.coordinates))])
-  return reply.code(201).send({ sources: ids.map((id, i) => ({ id, feature_id: fs[i].id })) })
+  // The conflicts the triggers recorded, for the answer (as the service's 201 lists them).
+  const { rows } = await pool.query(`select t.id, ${conflicts('t.id')} from unnest($1::text[]) as t(id)`, [ids])
+  const found = new Map(rows.map((r) => [r.id, listed(r.conflicts).map((c) => c.id)]))
+  return reply.code(201).send({ sources: ids.map((id, i) => ({ id, feature_id: fs[i].id, conflicts: found.get(id) ?? [] })) })
 })
 
 app.delete('/sources', async (req, reply) => {

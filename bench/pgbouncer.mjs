@@ -6,7 +6,7 @@
 // BENCH_DURATION s, 16 connections. Prints a Markdown table.
 // Usage: npm run build && node bench/pgbouncer.mjs
 import { execFileSync, spawn } from 'node:child_process'
-import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
 import { startPgBouncer } from '../scripts/pgbouncer.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
@@ -24,7 +24,7 @@ process.on('exit', () => bouncer.stop())
 
 async function start (name, extraEnv) {
   const port = await freePort()
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', '--optimize-for-size', 'dist/main.cjs'], {
+  const child = spawn(process.execPath, SERVICE_ARGS, {
     env: { ...env, NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000', PORT: String(port), ...extraEnv }, stdio: ['ignore', 'ignore', 'inherit']
   })
   process.on('exit', () => child.kill())

@@ -3,15 +3,16 @@
 // production mode (server backend, NODE_ENV=production, LOG_LEVEL=warn) and the naive handler,
 // drives each with autocannon from a separate process (-p 1, 16 connections, fixed duration,
 // a warm-up run first, median of BENCH_RUNS runs with min–max), runs pgbench (-M prepared, 16
-// clients) on the same statements, and writes bench/RESULTS.md and bench/raw/<date>.json.
+// clients) on the same statements, and writes bench/raw/<date>.json and the top of bench/RESULTS.md
+// (up to its mark; what follows the mark is kept).
 // Env: BENCH_DURATION (s, default 5), BENCH_RUNS (default 3), BENCH_SCALE_ROWS (default 1000000).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
-import { polygon } from './bodies.mjs'
+import { pgbenchPlacement, placedPolygon, placement, polygon } from './bodies.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -50,7 +51,7 @@ async function startProcess (args, extraEnv, port) {
 }
 
 // The service runs exactly as `npm start` runs it (same node flags).
-const startArgs = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start.split(/\s+/).slice(1)
+const startArgs = SERVICE_ARGS
 const servicePort = await freePort()
 const service = await startProcess(startArgs, {
   NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000', LOGIN_MAX_FAILURES: '1000000000'
@@ -125,18 +126,27 @@ const pgdir = mkdtempSync(join(tmpdir(), 'bench-pgbench-'))
 // 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' is spelled with chr(58) for ':' (a constant, folded at plan time).
 const iso = `('YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US"Z"')`
 // The geometries are the EWKB MultiPolygon the service itself makes (dist/sources/geojson.js) of
-// the polygons the load generator posts; ids, feature ids and dates are built per transaction.
+// the polygons the load generator posts, moved per transaction to a block at random as the
+// generator moves each request's (bodies.mjs placement); ids, feature ids and dates are built
+// per transaction; the new sources' conflicts are read back, as the service does for its 201.
 const multiHex = (n) => multiPolygonEwkb(Array.from({ length: n }, (_, i) => polygon(5, i))).toString('hex')
-const insertFrom = (n, prefix) => `INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_${prefix}' || lpad(CAST(CAST(:n AS bigint) * ${n} + g AS text), 21, '0') FROM generate_series(1, ${n}) AS g)), unnest(ARRAY(SELECT 'pg${prefix}-' || CAST(:n AS text) || '-' || g FROM generate_series(1, ${n}) AS g)), ST_Dump('\\x${multiHex(n)}'::bytea::geometry), unnest(array_fill('2024-01-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}])), unnest(array_fill('2024-02-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
+// A source's conflicts, as the service reads them with a GET and after a POST (its pairs,
+// largest overlap first, the first 100 and the total beyond).
+const conflictsOf = (id) => `(SELECT CASE WHEN count(*) > 0 THEN json_build_object('list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio, to_char(lower(c.overlap_period) AT TIME ZONE 'UTC', ${iso}), to_char(upper(c.overlap_period) AT TIME ZONE 'UTC', ${iso})) ORDER BY c.overlap_m2 DESC, c.other_id), 'total', CASE WHEN count(*) > 100 THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END) END FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT 101) AS c) AS "conflicts"`
+const insertFrom = (n, prefix) => {
+  const place = pgbenchPlacement(n)
+  return `\\set n random(1, ${prefix === 'p' ? '1000000000000000' : '1000000000000'})
+${place.set}
+INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) SELECT t.id, t.feature_id, 'bench', '${accountId}'::uuid, t.geom, tstzrange(t.start_at, t.end_at, '[)') FROM ROWS FROM (unnest(ARRAY(SELECT 'src_${prefix}' || lpad(CAST(CAST(:n AS bigint) * ${n} + g AS text), 21, '0') FROM generate_series(1, ${n}) AS g)), unnest(ARRAY(SELECT 'pg${prefix}-' || CAST(:n AS text) || '-' || g FROM generate_series(1, ${n}) AS g)), ST_Dump(ST_Translate('\\x${multiHex(n)}'::bytea::geometry, ${place.dx}, ${place.dy})), unnest(array_fill('2024-01-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}])), unnest(array_fill('2024-02-01T00:00:00.000000Z'::timestamptz, ARRAY[${n}]))) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord);
+SELECT t.id, ${conflictsOf('t.id')} FROM unnest(ARRAY(SELECT 'src_${prefix}' || lpad(CAST(CAST(:n AS bigint) * ${n} + g AS text), 21, '0') FROM generate_series(1, ${n}) AS g)) AS t(id);
 `
+}
 const scripts = {
   'GET /sources/?id=': `\\set n random(1, ${GET_ROWS})
-select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry", to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at", to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2" from "sources" where "id" = 'src_' || lpad(CAST(:n AS text), 22, '0') and "organisation" = 'bench';
+select "id", "feature_id", "organisation", ST_AsGeoJSON("geom", 15) as "geometry", to_char(lower("period") AT TIME ZONE 'UTC', ${iso}) as "start_at", to_char(upper("period") AT TIME ZONE 'UTC', ${iso}) as "end_at", to_char("created_at" AT TIME ZONE 'UTC', ${iso}) as "created_at", "area_m2", ${conflictsOf('s.id')} from "sources" as s where "id" = 'src_' || lpad(CAST(:n AS text), 22, '0') and "organisation" = 'bench';
 `,
-  'POST /sources (1 feature)': `\\set n random(1, 1000000000000000)
-${insertFrom(1, 'p')}`,
-  'POST /sources (1,000 features)': `\\set n random(1, 1000000000000)
-${insertFrom(1000, 'q')}`
+  'POST /sources (1 feature)': insertFrom(1, 'p'),
+  'POST /sources (1,000 features)': insertFrom(1000, 'q')
 }
 async function pgbench (name) {
   const file = join(pgdir, `${name.replace(/\W+/g, '_')}.sql`)
@@ -218,7 +228,8 @@ if (process.env.BENCH_EMBEDDED !== '0') {
   const t0 = Date.now()
   const toSeed = GET_ROWS + EMBEDDED_DELETES * (RUNS + 1) + 5_000
   for (let batch = 0; seedIds.length < toSeed; batch++) {
-    const features = Array.from({ length: 1000 }, (_, i) => ({ type: 'Feature', id: `seed-${batch}-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: polygon(5, i) } }))
+    const place = placement(1000)
+    const features = Array.from({ length: 1000 }, (_, i) => ({ type: 'Feature', id: `seed-${batch}-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: placedPolygon(5, i, place) } }))
     const r = await fetch(`http://127.0.0.1:${embeddedPort}/sources`, { method: 'POST', headers: { authorization: `Bearer ${embeddedToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ type: 'FeatureCollection', features }) })
     if (r.status !== 201) throw new Error(`embedded seeding: ${r.status} ${await r.text()}`)
     seedIds.push(...(await r.json()).sources.map((x) => x.id))
@@ -320,8 +331,12 @@ ${pgbenchResults.map((r) => `| ${r.name} | ${f0(r.tps.median)} (${f0(r.tps.min)}
 mkdirSync('bench/raw', { recursive: true })
 const stamp = date.replace(/[:.]/g, '-')
 writeFileSync(`bench/raw/${stamp}.json`, JSON.stringify({ date, commit, startArgs, results, pgbenchResults, halfLoad, scaling, peakRssKb, embedded, embeddedPeakRssKb }, null, 2))
-const notes = (() => { try { return readFileSync('bench/NOTES.md', 'utf8') } catch { return '' } })()
-writeFileSync('bench/RESULTS.md', md + (notes ? `\n${notes}` : ''))
+// The page above the mark is this run's; below it, the analysis and the other benchmarks'
+// results (written by hand) are kept as they are.
+const MARK = '<!-- Above: written by make bench (bench/run.mjs) for its latest run. Below: kept by it as it is. -->'
+const before = (() => { try { return readFileSync('bench/RESULTS.md', 'utf8') } catch { return '' } })()
+const kept = before.includes(MARK) ? before.slice(before.indexOf(MARK) + MARK.length) : '\n'
+writeFileSync('bench/RESULTS.md', `${md}\n${MARK}${kept}`)
 log(`wrote bench/RESULTS.md and bench/raw/${stamp}.json`)
 await db.end()
 process.exit(0)

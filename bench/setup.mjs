@@ -2,12 +2,18 @@
 // CLI, an editor account, and SQL seeding of sources whose ids are src_ + the row number padded
 // to 22 digits (valid base62), so load generators and pgbench pick existing rows without a lookup.
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import pg from 'pg'
 import { startPostgis } from '../scripts/postgis.mjs'
 
 export const PASSWORD = 'bench password 1234'
 export const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
+
+/** node's arguments for the service exactly as `npm start` runs it (its flags, then dist/main.cjs). */
+export const SERVICE_ARGS = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start.split(/\s+/).slice(1)
+/** The same flags alone. */
+export const SERVICE_FLAGS = SERVICE_ARGS.filter((a) => a.startsWith('--'))
 
 export function freePort () {
   return new Promise((resolve) => {
