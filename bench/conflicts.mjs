@@ -3,7 +3,7 @@
 // 0.002° grid, one period, where a new box of the same size overlaps about 10 of them.
 // - single POST /sources into the dense region: the service (conflicts detected by the trigger,
 //   recorded and returned) against the naive handler, whose connections turn the triggers off
-//   (session_replication_role = replica: it checks nothing);
+//   (session_replication_role = replica) and that reads no conflicts (NAIVE_CONFLICTS=off): it checks nothing;
 // - GET /sources/?id= of dense sources (about 10 conflicts each) against grid ones (none);
 // - 1,000-feature POSTs into the dense region against pgbench's plain set-based INSERT of the
 //   same boxes with the triggers off;
@@ -58,7 +58,7 @@ async function startProcess (args, extraEnv, readyPath) {
 const service = await startProcess(SERVICE_ARGS,
   { NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }, '/ready')
 const naive = await startProcess(['bench/naive-server.mjs'],
-  { ORG: 'bench', ACCOUNT_ID: accountId, NAIVE_PG_OPTIONS: '-c session_replication_role=replica' }, '/sources?id=x')
+  { ORG: 'bench', ACCOUNT_ID: accountId, NAIVE_PG_OPTIONS: '-c session_replication_role=replica', NAIVE_CONFLICTS: 'off' }, '/sources?id=x')
 const token = (await (await fetch(`${service}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
 
 let tag = 0
