@@ -30,7 +30,8 @@ const unique = () => `${s.runTag}-${process.pid}-${counter++}`
 
 const feature = (id, vertices, i, place) => ({ type: 'Feature', id, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: placedPolygon(vertices, i, place) } })
 // A collection body: the features' ids unique, their polygons in a block of their own at random
-// (bodies.mjs placement: a place no earlier request took, so conflict detection finds nothing).
+// (bodies.mjs placement: a place no earlier request is likely to have taken, so conflict
+// detection finds nothing there).
 const postBody = (id) => {
   const n = s.features ?? 1
   const place = placement(n)
