@@ -23,8 +23,9 @@ export const polygon = (vertices, i = 0) => ring(vertices, (i % 300) * 0.01, Mat
 // random, north of the seeded grid (bench/setup.mjs seeds −15…15° of latitude): n polygons
 // (0.001° about their cell's corner) fill ⌈n / 300⌉ rows of the 300-wide grid, a block of
 // min(n, 300) × 0.01° by ⌈n / 300⌉ × 0.01°. Blocks of one polygon number 35,400 × 6,000, so the
-// ~200,000 single POSTs of a `make bench` land on a block taken before ~100 times: that many
-// conflicting pairs, each one overlay.
+// ~120,000 single-polygon inserts of a `make bench` (service, naive handler and pgbench, at the
+// rates of 2026-11-23) land on a block taken before ~35 times: that many conflicting pairs,
+// each one overlay.
 
 /** Blocks of a request of `n` polygons: [columns, rows, width °, height °]. */
 export function blocks (n) {
