@@ -6,7 +6,7 @@ import { pino } from 'pino'
 import { buildApp } from './app.js'
 import { bootstrap } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
-import { DataDirInUseError } from './db/embedded.js'
+import { DataDirInUseError } from './db/data-dir-lock.js'
 import { errorSerializer } from './log.js'
 
 let config

@@ -6,13 +6,15 @@
 // not worth an outage) and a warning is logged once per outage.
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 
 export default fp<{ config: Config }>(async (app, { config }) => {
   let redis: Redis | undefined
   if (config.REDIS_URL !== undefined) {
+    // Loaded only when used: ioredis adds a few MB of memory to every instance that has no Redis.
+    const { Redis } = await import('ioredis')
     redis = new Redis(config.REDIS_URL, {
       // Fail fast rather than queue: a command while Redis is away errors at once, and one that
       // gets no answer errors after REDIS_TIMEOUT_MS.
