@@ -25,7 +25,7 @@ migrate: build ## Apply pending sql/ migrations to DATABASE_URL (idempotent)
 # node itself, not npm start: a supervisor's SIGTERM then reaches the service (npm would be left
 # to forward it). The flags are npm start's (README "Performance").
 start: build ## Start the service (reads .env); SIGTERM drains and exits
-	exec node --max-semi-space-size=2 --optimize-for-size dist/main.cjs
+	exec node --optimize-for-size dist/main.cjs
 
 run: start ## Same as start
 
