@@ -1,5 +1,5 @@
 // Which way should polygons travel to PostGIS? Compares, for the same 1,000-feature insert:
-//   ewkb-multipolygon: what the service does: one wkx MultiPolygon as binary EWKB (one bytea
+//   ewkb-multipolygon: what the service does: one MultiPolygon as binary EWKB (one bytea
 //                      parameter), split back into rows by ST_Dump
 //   ewkb-hex:          GeoJSON → wkx.Polygon → hex EWKB per feature, `text[]` cast to geometry
 //   geojson-pg:        GeoJSON → JSON text in Node, ST_GeomFromGeoJSON in SQL

@@ -28,13 +28,14 @@ function checkRings (rings: number[][][], base: string, details: ErrorDetail[]):
   rings.forEach((ring, r) => {
     ring.forEach((pos, p) => {
       const [lon, lat, alt] = pos as [number, number, number | undefined]
-      const at = `${base}/${r}/${p}`
+      // The pointer is made only for a position with a problem: one string per vertex was
+      // garbage on every valid request (500,000 of them for 1,000 polygons of 500 vertices).
       if (!Number.isFinite(lon) || !Number.isFinite(lat) || (alt !== undefined && !Number.isFinite(alt))) {
-        details.push({ pointer: at, message: 'must hold finite numbers' })
+        details.push({ pointer: `${base}/${r}/${p}`, message: 'must hold finite numbers' })
       } else if (lon < -180 || lon > 180) {
-        details.push({ pointer: `${at}/0`, message: `longitude ${lon} is outside [-180, 180]` })
+        details.push({ pointer: `${base}/${r}/${p}/0`, message: `longitude ${lon} is outside [-180, 180]` })
       } else if (lat < -90 || lat > 90) {
-        details.push({ pointer: `${at}/1`, message: `latitude ${lat} is outside [-90, 90]` })
+        details.push({ pointer: `${base}/${r}/${p}/1`, message: `latitude ${lat} is outside [-90, 90]` })
       }
     })
     const first = ring[0] as number[]

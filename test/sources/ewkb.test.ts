@@ -21,3 +21,29 @@ t.test('byte for byte wkx.MultiPolygon#toEwkb, SRID 4326, altitude dropped', asy
   t.equal(parsed.polygons[1]?.interiorRings.length, 1)
   t.equal(parsed.polygons[1]?.exteriorRing[0]?.z, undefined, 'no altitude')
 })
+
+t.test('byte for byte wkx on many polygons of every size, holes included', async (t) => {
+  // A fixed pseudo-random sequence, so a failure reproduces.
+  let seed = 7
+  const random = (): number => { seed = (seed * 16807) % 2147483647; return seed / 2147483647 }
+  const ring = (n: number, cx: number, cy: number, r: number): number[][] => {
+    const points = Array.from({ length: n }, (_, i) => [cx + r * Math.cos(2 * Math.PI * i / n), cy + r * Math.sin(2 * Math.PI * i / n)])
+    return [...points, points[0] as number[]]
+  }
+  const polygons = Array.from({ length: 200 }, (_, i) => {
+    const cx = random() * 340 - 170; const cy = random() * 160 - 80
+    const holes = i % 3 === 0 ? [ring(3 + Math.floor(random() * 20), cx, cy, 0.1)] : []
+    return [ring(3 + Math.floor(random() * 600), cx, cy, 1), ...holes]
+  })
+  const expected = new wkx.MultiPolygon(polygons.map((rings) => {
+    const [outer, ...holes] = rings.map((r) => r.map((p) => new wkx.Point(p[0], p[1])))
+    return new wkx.Polygon(outer, holes)
+  }), 4326).toEwkb()
+  t.ok(multiPolygonEwkb(polygons).equals(expected), 'same bytes')
+})
+
+t.test('-0 and magnitudes under 1e-100 are written as 0', async (t) => {
+  const ewkb = multiPolygonEwkb([[[[-0, 1e-101], [1, -0], [1, 1], [-1e-200, 0]]]])
+  const expected = new wkx.MultiPolygon([new wkx.Polygon([[0, 0], [1, 0], [1, 1], [0, 0]].map(([x, y]) => new wkx.Point(x, y)))], 4326).toEwkb()
+  t.ok(ewkb.equals(expected), 'same bytes as the zeros')
+})
