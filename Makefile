@@ -23,7 +23,7 @@ migrate: build ## Apply pending sql/ migrations to DATABASE_URL (idempotent)
 	node dist/cli.js migrate
 
 # node itself, not npm start: a supervisor's SIGTERM then reaches the service (npm would be left
-# to forward it). The flags are npm start's (README "Performance").
+# to forward it). The flag is npm start's (README "Performance").
 start: build ## Start the service (reads .env); SIGTERM drains and exits
 	exec node --optimize-for-size dist/main.cjs
 
