@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError } from './errors.js'
-import { errorHandler } from './http/error-handler.js'
+import { clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { fastSourceStore } from './fast/sources-store.js'
 import { plainSourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
@@ -49,6 +49,10 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     // connections for up to ~90 s.
     http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: config.HTTP_CONNECTIONS_CHECK_MS },
     routerOptions: { ignoreTrailingSlash: true },
+    // The router's own errors (a path that is not percent-encoded UTF-8: 400; a path segment over
+    // its maxParamLength: 414) and Node's (431, 408, not HTTP) in the one error shape.
+    frameworkErrors: errorHandler,
+    clientErrorHandler: clientErrorHandler({ headersMs: config.HTTP_HEADERS_TIMEOUT_MS, requestMs: config.HTTP_REQUEST_TIMEOUT_MS }),
     // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -3,6 +3,7 @@
 // client paging while others write never sees a row twice nor misses one that existed
 // throughout. A cursor that does not decode, or belongs to another query, is a 400.
 import { createHash } from 'node:crypto'
+import { parseDateTime } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.repository.js'
 
 interface CursorBody { v: string, i: string, q: string }
@@ -29,7 +30,9 @@ export function decodeCursor (cursor: string, digest: string, field: SortField):
     return 'is not a cursor of this service: follow the next link as given'
   }
   if (q !== digest) return 'belongs to another query (other filters or order): start again without it'
-  if (field !== 'id' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(v)) return 'is not a cursor of this service: follow the next link as given'
+  // A date as the service writes them, and a real one: a cursor is not signed (its digest only
+  // binds it to a query), so 2024-02-30 must be refused here rather than by PostgreSQL.
+  if (field !== 'id' && (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(v) || typeof parseDateTime(v) === 'string')) return 'is not a cursor of this service: follow the next link as given'
   if (field === 'id' && !/^src_[0-9A-Za-z]{1,64}$/.test(v)) return 'is not a cursor of this service: follow the next link as given'
   return { value: v, id: i }
 }

@@ -29,6 +29,10 @@ export interface ParsedItems {
   after?: { value: string, id: string }
 }
 
+// %00 in a query string: no PostgreSQL text can hold it, so it can match nothing.
+const NUL = '\u0000'
+const NUL_MESSAGE = 'must not contain the character U+0000 (%00): no feature id or organisation can hold it'
+
 // A plain decimal number: no hex, no "Infinity", no empty string (Number() takes all of those).
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
 
@@ -95,9 +99,13 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
   const filter: ListFilter = {}
   if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
   if (q.datetime !== undefined) filter.datetime = parseDatetime(q.datetime, details)
-  if (q.feature_id !== undefined) filter.featureId = q.feature_id
+  if (q.feature_id !== undefined) {
+    if (q.feature_id.includes(NUL)) details.push({ pointer: '?feature_id', message: NUL_MESSAGE })
+    else filter.featureId = q.feature_id
+  }
   if (q.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
+    else if (q.organisation.includes(NUL)) details.push({ pointer: '?organisation', message: NUL_MESSAGE })
     else filter.organisation = q.organisation
   }
   if (q.conflict !== undefined) {

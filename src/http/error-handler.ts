@@ -3,7 +3,9 @@
 // rule says (db/constraints.ts); a PostgreSQL data exception as 422; an unreachable database as
 // 503; Fastify's own 4xx renamed to our codes; anything else a 500 whose body cites the request
 // id while the log has the error. Every 4xx is logged at info with its code and account.
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES, maxHeaderSize } from 'node:http'
+import type { Socket } from 'node:net'
 import { ApiError, type ErrorBody, type ErrorCode, ErrorStatus, summarise } from '../errors.js'
 import { isDatabaseUnavailable, poolerHint } from '../db/availability.js'
 import { constraintRule } from '../db/constraints.js'
@@ -18,7 +20,17 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST'
+  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
+  // The router's own (app.ts frameworkErrors): a path that is not percent-encoded UTF-8, and a
+  // path parameter over the router's maxParamLength.
+  FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_MAX_PARAM_LENGTH: 'URI_TOO_LONG'
+}
+
+// Their messages, where Fastify's would only repeat the path.
+const FASTIFY_MESSAGES: Record<string, string> = {
+  FST_ERR_BAD_URL: 'The path is not valid: a percent-encoded sequence in it does not decode to UTF-8.',
+  FST_ERR_MAX_PARAM_LENGTH: 'A segment of the path is over 100 characters: no id of this service is that long.'
 }
 
 function codeForStatus (status: number): ErrorCode {
@@ -75,8 +87,9 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
   }
   const status = (err as FastifyError).statusCode
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    const code = FASTIFY_CODES[(err as FastifyError).code] ?? codeForStatus(status)
-    return { status, code, message: clientMessage(code, err.message, request) }
+    const fastifyCode = (err as FastifyError).code
+    const code = FASTIFY_CODES[fastifyCode] ?? codeForStatus(status)
+    return { status, code, message: FASTIFY_MESSAGES[fastifyCode] ?? clientMessage(code, err.message, request) }
   }
   request.log.error(logged(err), 'unhandled error')
   return { status: 500, code: 'INTERNAL_ERROR', message: `Internal server error (request ${request.id}).` }
@@ -98,4 +111,26 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
   }
   if (body.status === 401) headers['www-authenticate'] ??= 'Bearer'
   void reply.code(body.status).headers(headers).type('application/json; charset=utf-8').send(body)
+}
+
+/**
+ * Node's client errors, raised before there is a request to answer (a head over Node's header
+ * limit, a request that does not arrive in time, bytes that are not HTTP): answered in the error
+ * shape above, as Fastify's default handler answers them in its own, and the connection closed.
+ */
+export function clientErrorHandler (timeouts: { headersMs: number, requestMs: number }) {
+  return function (this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return
+    const [status, code, message]: [number, ErrorCode, string] = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'REQUEST_TIMEOUT', `The request did not arrive in time: its head must arrive within ${timeouts.headersMs / 1000} s and all of it within ${timeouts.requestMs / 1000} s.`]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'HEADERS_TOO_LARGE', `The request line and headers are over ${Math.floor(maxHeaderSize / 1024)} KB.`]
+        : [400, 'BAD_REQUEST', 'The request is not valid HTTP/1.1.']
+    this.log.info({ status, code, err: { code: err.code } }, `rejected: ${message}`)
+    const body = JSON.stringify({ status, code, message } satisfies ErrorBody)
+    if (socket.writable) {
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+    }
+    socket.destroy(err)
+  }
 }

@@ -129,6 +129,43 @@ t.test('an idle connection and a slowloris are closed after the header timeout',
   t.ok(i.ms < 5000, `idle connection closed after ${i.ms} ms`)
   t.ok(s.ms < 5000, `slowloris closed after ${s.ms} ms`)
   t.match(s.response, /^HTTP\/1\.1 408 /, 'the slowloris gets 408')
+  t.match(JSON.parse(s.response.slice(s.response.indexOf('\r\n\r\n') + 4)), { status: 408, code: 'REQUEST_TIMEOUT', message: /within 1 s/ }, 'in the error shape, naming the timeout')
   t.match(k.response, /^HTTP\/1\.1 200 /)
   t.ok(k.ms < 5000, `a kept-alive connection with nothing more to send closed after ${k.ms} ms`)
+})
+
+// Answered before any route runs (by the router, or by Node before there is a request): in the
+// one error shape all the same, over a real socket as a client meets them.
+t.test('errors raised before a route are in the error shape', async (t) => {
+  const { hostname, port } = new URL(service.base)
+  const raw = (bytes: string) => new Promise<{ head: string, body: string }>((resolve, reject) => {
+    let response = ''
+    const socket = connectSocket(Number(port), hostname, () => socket.write(bytes))
+    socket.on('data', (d) => { response += d.toString() })
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const at = response.indexOf('\r\n\r\n')
+      resolve({ head: response.slice(0, at), body: response.slice(at + 4) })
+    })
+  })
+  const check = (t: Test, status: number, body: string, code: string) =>
+    expectError(t, { statusCode: status, body, json: () => JSON.parse(body) }, status, code)
+
+  // A path whose percent-encoding is not UTF-8: the router's 400.
+  const badUrl = await fetch(`${service.base}/collections/sources/items/%FF`, editor)
+  t.match(check(t, badUrl.status, await badUrl.text(), 'BAD_REQUEST').message, /not valid/)
+  t.match(badUrl.headers.get('content-type'), /^application\/json/)
+  // A path segment over the router's 100 characters: 414, no id being that long.
+  const longId = await fetch(`${service.base}/collections/sources/items/src_${'x'.repeat(300)}`, editor)
+  check(t, longId.status, await longId.text(), 'URI_TOO_LONG')
+  // Request line and headers over Node's limit: Node's 431, then the connection closes.
+  const big = await raw(`GET /conformance HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
+  t.match(big.head, /^HTTP\/1\.1 431 /)
+  t.match(check(t, 431, big.body, 'HEADERS_TOO_LARGE').message, /over \d+ KB/)
+  // Bytes that are not HTTP.
+  const garbage = await raw('GET / HTTP/1.1\r\nhost: x\r\nno colon here\r\n\r\n')
+  t.match(garbage.head, /^HTTP\/1\.1 400 /)
+  check(t, 400, garbage.body, 'BAD_REQUEST')
+  // The service goes on serving.
+  t.equal((await fetch(`${service.base}/conformance`)).status, 200)
 })
