@@ -13,6 +13,15 @@ export function isDatabaseUnavailable (err: unknown): boolean {
 }
 
 /**
+ * A statement that ran past DB_STATEMENT_TIMEOUT_MS: cancelled by PostgreSQL (57014, also an
+ * operator's pg_cancel_backend), or by pg's query_timeout behind a transaction pooler.
+ */
+export function isStatementTimeout (err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  return (err as { code?: unknown }).code === '57014' || err.message === 'Query read timeout'
+}
+
+/**
  * What a transaction-pooling PgBouncer answers a client configured for a direct connection
  * (startup parameters it does not track; named statements meeting another session): the fix,
  * in one line, for the logs and the CLI.

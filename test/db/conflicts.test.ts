@@ -209,6 +209,26 @@ t.test('TRUNCATE sources empties the pairs too', async (t) => {
   t.equal(Number(left.rows[0]?.n), 0)
 })
 
+// The rule's EXCEPTION block opens a subtransaction, which a parallel query may not: declared
+// PARALLEL SAFE (sql/008, sql/009), an analyst's query over many sources failed once planned in
+// parallel. sql/010 keeps any query that calls it out of parallel plans.
+t.test('an analyst\'s query calling the rule over a table is never planned in parallel', { skip: backend === 'embedded' ? 'PGlite has no parallel workers' : false }, async (t) => {
+  const a = await insert(box(20, 0, 20.01, 0.01))
+  const b = await insert(box(20.005, 0, 20.015, 0.01))
+  const rows = await db.transaction().execute(async (trx) => {
+    // Every query that may be parallel is run in a worker (PostgreSQL 15's name, then 16's).
+    const version = Number((await sql<{ v: string }>`SELECT current_setting('server_version_num') AS v`.execute(trx)).rows[0]?.v)
+    await sql.raw(`SET LOCAL ${version >= 160000 ? 'debug_parallel_query' : 'force_parallel_mode'} = on`).execute(trx)
+    return (await sql<{ m: number | null }>`SELECT lonlat_conflict_overlap_m2(s.geom, o.geom, 9) AS m
+      FROM sources AS s JOIN sources AS o ON o.geom && s.geom AND o.id <> s.id WHERE s.id = ${a}`.execute(trx)).rows
+  })
+  t.equal(rows.length, 1)
+  t.ok((rows[0]?.m ?? 0) > 0, 'their overlap, computed')
+  t.same(await others(a), [b])
+  const unsafe = await sql<{ p: string }>`SELECT proparallel AS p FROM pg_proc WHERE proname = 'lonlat_conflict_overlap_m2'`.execute(db)
+  t.same(unsafe.rows.map((r) => r.p), ['u'])
+})
+
 t.test('the view, the table and their functions are documented', async (t) => {
   const comments = (await sql<{ name: string, comment: string | null }>`
     SELECT 'view' AS name, obj_description('source_conflicts'::regclass, 'pg_class') AS comment
