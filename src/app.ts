@@ -9,6 +9,7 @@ import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError } from './errors.js'
 import { clientErrorHandler, errorHandler } from './http/error-handler.js'
+import { collectRouteMethods } from './http/method-not-allowed.js'
 import { fastSourceStore } from './fast/sources-store.js'
 import { plainSourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
@@ -61,8 +62,13 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   app.removeContentTypeParser('text/plain')
   app.addHook('onRequest', async (request, reply) => { void reply.header('x-request-id', request.id) })
   app.setErrorHandler(errorHandler)
+  const methodsServed = collectRouteMethods(app)
   app.setNotFoundHandler((request, reply) => {
-    errorHandler(new ApiError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`), request, reply)
+    const path = request.url.split('?')[0] ?? ''
+    const allowed = methodsServed(path)
+    errorHandler(allowed.length > 0
+      ? new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not served on ${path}: use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } })
+      : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })
 
   await app.register(swagger, {

@@ -1,5 +1,5 @@
 // App-level behaviour that needs no database (the db decorator is a stub that fails loudly):
-// health, OpenAPI, config validation, 404s, the generic 500 and rate limiting of unauthenticated calls.
+// health, OpenAPI, config validation, 404s and 405s, the generic 500 and rate limiting of unauthenticated calls.
 import t, { type Test } from 'tap'
 import { Kysely, PostgresDialect } from 'kysely'
 import { buildApp } from '../../src/app.js'
@@ -27,6 +27,30 @@ t.test('/health, /openapi.json', async (t) => {
   t.equal(doc.openapi.slice(0, 2), '3.')
   t.ok(doc.paths['/sources'].post.responses['422'], 'error statuses are documented')
   t.ok(doc.paths['/token'].post.responses['401'])
+})
+
+t.test('a path served with other methods: 405 with Allow; a path not served: 404', async (t) => {
+  const app = await stubApp(t)
+  const cases: Array<[string, string, string]> = [
+    ['PUT', '/sources', 'DELETE, GET, HEAD, POST'],
+    ['PATCH', '/sources/?id=src_0000000000000000000001', 'DELETE, GET, HEAD, POST'],
+    ['GET', '/token', 'POST'],
+    ['POST', '/collections/sources/items', 'GET, HEAD'],
+    ['DELETE', '/collections/sources/items/src_0000000000000000000001', 'GET, HEAD'],
+    ['OPTIONS', '/conformance', 'GET, HEAD'],
+    ['POST', '/map/', 'GET, HEAD']
+  ]
+  for (const [method, url, allow] of cases) {
+    const res = await app.inject({ method: method as 'GET', url })
+    const body = expectError(t, res, 405, 'METHOD_NOT_ALLOWED')
+    t.equal(res.headers.allow, allow, `${method} ${url}: Allow ${allow}`)
+    t.match(body.message, new RegExp(`^${method} is not served on .*: use ${allow}\\.$`))
+  }
+  for (const [method, url] of [['GET', '/nothing'], ['PUT', '/sources/extra'], ['GET', '/collections/sources/items/a/b'], ['POST', '/collections/other']]) {
+    const res = await app.inject({ method: method as 'GET', url })
+    expectError(t, res, 404, 'NOT_FOUND')
+    t.equal(res.headers.allow, undefined)
+  }
 })
 
 t.test('an unexpected error is a generic 500 citing the request id, with no internals', async (t) => {
