@@ -111,9 +111,11 @@ t.test('DELETE: 200 then 404; viewers 403; other organisations 404; admins anywh
   expectError(t, await del(id, {}), 401, 'UNAUTHORIZED')
 })
 
-t.test('unknown routes and methods are 404 in the error shape', async (t) => {
+t.test('an unknown route is 404, a known one with another method 405, in the error shape', async (t) => {
   expectError(t, await app.inject({ method: 'GET', url: '/nope' }), 404, 'NOT_FOUND')
-  expectError(t, await app.inject({ method: 'PUT', url: '/sources/?id=x' }), 404, 'NOT_FOUND')
+  const put = await app.inject({ method: 'PUT', url: '/sources/?id=x' })
+  expectError(t, put, 405, 'METHOD_NOT_ALLOWED')
+  t.equal(put.headers.allow, 'DELETE, GET, HEAD, POST')
 })
 
 t.test('concurrent GETs, coalesced into shared queries, each get their own answer', async (t) => {
