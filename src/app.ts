@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError } from './errors.js'
-import { clientErrorHandler, errorHandler } from './http/error-handler.js'
+import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
 import { fastSourceStore } from './fast/sources-store.js'
 import { plainSourceStore } from './sources/sources.store.js'
@@ -49,7 +49,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     // Node's defaults (60 s for a request head, checked every 30 s) held idle and slowloris
     // connections for up to ~90 s.
     http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: config.HTTP_CONNECTIONS_CHECK_MS },
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     // The router's own errors (a path that is not percent-encoded UTF-8: 400; a path segment over
     // its maxParamLength: 414) and Node's (431, 408, not HTTP) in the one error shape.
     frameworkErrors: errorHandler,

@@ -28,10 +28,13 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_MAX_PARAM_LENGTH: 'URI_TOO_LONG'
 }
 
+/** The router's limit on a path parameter (app.ts routerOptions), which the 414 names: the longest id is 68. */
+export const MAX_PATH_PARAM_LENGTH = 100
+
 // Their messages, where Fastify's would only repeat the path.
 const FASTIFY_MESSAGES: Record<string, string> = {
   FST_ERR_BAD_URL: 'The path is not valid: a percent-encoded sequence in it does not decode to UTF-8.',
-  FST_ERR_MAX_PARAM_LENGTH: 'A segment of the path is over 100 characters: no id of this service is that long.'
+  FST_ERR_MAX_PARAM_LENGTH: `A segment of the path is over ${MAX_PATH_PARAM_LENGTH} characters: no id of this service is that long.`
 }
 
 function codeForStatus (status: number): ErrorCode {
