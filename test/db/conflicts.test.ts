@@ -186,6 +186,42 @@ t.test('concurrent inserts of overlapping areas in two transactions: the pair is
   t.same(await others(b), [a])
 })
 
+// sql/011 lists the cells in plpgsql where sql/008 did it with generate_series in SQL; the keys,
+// levels and thresholds must not change. Expected here from sql/008's formulas: fine cells
+// (0.01°) are ((x + 18000) * 18001 + (y + 9000)) under class 1397048163, coarse cells (1°)
+// ((x + 180) * 181 + (y + 90)) under 1397048164, everything is key -1 of the fine class.
+t.test('the advisory locks of conflict detection: the same keys and modes at each level', { skip: backend === 'embedded' ? 'PGlite has no pg_locks of advisory locks to read' : false }, async (t) => {
+  const FINE = 1397048163
+  const COARSE = 1397048164
+  type Box = [number, number, number, number]
+  const cells = (b: Box, scale: number) => {
+    const out: Array<[number, number]> = []
+    for (let x = Math.floor(b[0] * scale); x <= Math.floor(b[2] * scale); x++) {
+      for (let y = Math.floor(b[1] * scale); y <= Math.floor(b[3] * scale); y++) out.push([x, y])
+    }
+    return out
+  }
+  const fineKeys = (bs: Box[]) => bs.flatMap((b) => cells(b, 100).map(([x, y]) => (x + 18000) * 18001 + (y + 9000)))
+  const coarseKeys = (bs: Box[]) => bs.flatMap((b) => cells(b, 1).map(([x, y]) => (x + 180) * 181 + (y + 90)))
+  const all = (klass: number, keys: number[], mode: string) => [...new Set(keys)].map((k) => `${klass}/${k >>> 0}/${mode}`)
+  const cases: Array<{ name: string, boxes: Box[], expected: string[] }> = []
+  const small: Box[] = [[12.004, -0.013, 12.021, 0.002], [12.5, 3.5, 12.5033, 3.5033], [12.004, -0.013, 12.005, -0.012]]
+  cases.push({ name: 'small areas: fine cells exclusive, their 1° cells shared', boxes: small, expected: [`${FINE}/${-1 >>> 0}/ShareLock`, ...all(COARSE, coarseKeys(small), 'ShareLock'), ...all(FINE, fineKeys(small), 'ExclusiveLock')] })
+  const medium: Box[] = [[-1.5, -0.5, 1.2, 0.7]]
+  cases.push({ name: 'over 64 fine cells: 1° cells exclusive', boxes: medium, expected: [`${FINE}/${-1 >>> 0}/ShareLock`, ...all(COARSE, coarseKeys(medium), 'ExclusiveLock')] })
+  const large: Box[] = [[-10, -10, 10, 10]]
+  cases.push({ name: 'over 64 1° cells: everything, exclusive', boxes: large, expected: [`${FINE}/${-1 >>> 0}/ExclusiveLock`] })
+  for (const c of cases) {
+    const taken = await db.transaction().execute(async (trx) => {
+      const boxes = c.boxes.map(([w, s, e, north]) => `BOX(${w} ${s},${e} ${north})`)
+      await sql`SELECT sources_conflict_lock(${`{${boxes.map((b) => `"${b}"`).join(',')}}`}::box2d[])`.execute(trx)
+      return (await sql<{ k: string }>`SELECT classid || '/' || objid || '/' || mode AS k FROM pg_locks
+        WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND classid IN (${FINE}, ${COARSE})`.execute(trx)).rows.map((r) => r.k).sort()
+    })
+    t.same(taken, [...c.expected].sort(), c.name)
+  }
+})
+
 t.test('the tolerance: changed, every pair is computed again; a 17 m overlap counts at 0 m', async (t) => {
   const a = await insert(box(9, 0, 9.01, 0.01))
   const b = await insert(box(9.01 - m(17), 0, 9.02, 0.01))
