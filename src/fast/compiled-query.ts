@@ -53,42 +53,66 @@ class NumberPlaceholder {
 }
 
 /**
- * The input with each of its parameters replaced by `replace(path, value)`, and the values by
- * path, in a fixed order. Every string and number is a parameter, except the values of
- * `shapeKeys`; booleans, nulls, array lengths and which keys are present are the input's shape.
+ * The input with each of its parameters replaced by `replace(index, value)`, where index counts
+ * the parameters in the order shapeOf visits them. Every string and number is a parameter, except
+ * the values of `shapeKeys`; booleans, nulls, array lengths and which keys are present are the
+ * input's shape. Used once per shape, to compile it.
  */
-function parameterise (input: unknown, shapeKeys: readonly string[], replace: (path: string, value: string | number) => unknown): { replaced: unknown, values: Record<string, string | number> } {
-  const values: Record<string, string | number> = {}
-  const visit = (value: unknown, path: string, key: string): unknown => {
-    if (typeof value === 'string' || typeof value === 'number') {
-      if (shapeKeys.includes(key)) return value
-      values[path] = value
-      return replace(path, value)
-    }
-    if (Array.isArray(value)) return value.map((v, i) => visit(v, `${path}.${i}`, key))
+function parameterise (input: unknown, shapeKeys: readonly string[], replace: (index: number, value: string | number) => unknown): unknown {
+  let index = 0
+  const visit = (value: unknown, key: string): unknown => {
+    if (typeof value === 'string' || typeof value === 'number') return shapeKeys.includes(key) ? value : replace(index++, value)
+    if (Array.isArray(value)) return value.map((v) => visit(v, key))
     if (value !== null && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, visit(v, `${path}.${k}`, k)]))
+      return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, visit(v, k)]))
     }
     return value
   }
-  return { replaced: visit(input, '', ''), values }
+  return visit(input, '')
 }
 
-/** The shape of an input (parameterise) as a string, and its parameters' values. */
-export function shapeOf (input: unknown, shapeKeys: readonly string[]): { shape: string, values: Record<string, string | number> } {
-  const { replaced, values } = parameterise(input, shapeKeys, (_path, value) => typeof value === 'string' ? '?' : '#')
-  return { shape: JSON.stringify(replaced), values }
+/**
+ * The shape of an input (see parameterise) as a string, and its parameters' values in order. Run
+ * on every request, so it walks the input once and allocates only the two results (the
+ * Object.entries version cost ~6 KB of V8 heap per items request: bench/NOTES.md).
+ */
+export function shapeOf (input: unknown, shapeKeys: readonly string[]): { shape: string, values: Array<string | number> } {
+  const values: Array<string | number> = []
+  const visit = (value: unknown, key: string): string => {
+    if (typeof value === 'string' || typeof value === 'number') {
+      if (shapeKeys.includes(key)) return JSON.stringify(value)
+      values.push(value)
+      return typeof value === 'string' ? '?' : '#'
+    }
+    if (Array.isArray(value)) {
+      let out = '['
+      for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + visit(value[i], key)
+      return `${out}]`
+    }
+    if (value !== null && typeof value === 'object') {
+      let out = '{'
+      for (const k in value) {
+        const v = (value as Record<string, unknown>)[k]
+        if (v !== undefined && Object.hasOwn(value, k)) out += `${out === '{' ? '' : ','}${JSON.stringify(k)}:${visit(v, k)}`
+      }
+      return `${out}}`
+    }
+    return value === undefined ? 'u' : String(value)
+  }
+  return { shape: visit(input, ''), values }
 }
 
 /** Compiles `build` for the shape of `input`; the result binds the values of any input of that shape. */
-function compileShape<I, O> (build: (input: I) => Compilable<O>, input: I, shapeKeys: readonly string[]): (values: Record<string, unknown>) => CompiledQuery<O> {
+function compileShape<I, O> (build: (input: I) => Compilable<O>, input: I, shapeKeys: readonly string[]): (values: ReadonlyArray<string | number>) => CompiledQuery<O> {
   const placeholders: Record<string, unknown> = {}
-  const withPlaceholders = parameterise(input, shapeKeys, (path, value) => {
-    placeholders[path] = typeof value === 'string' ? placeholder(path) : new NumberPlaceholder(path)
-    return placeholders[path]
-  }).replaced as I
+  const withPlaceholders = parameterise(input, shapeKeys, (index, value) => {
+    placeholders[index] = typeof value === 'string' ? placeholder(String(index)) : new NumberPlaceholder(String(index))
+    return placeholders[index]
+  }) as I
   // A parameter that a shape does not use (the cap of a page without a count) is left out.
-  return bind(build(withPlaceholders).compile(), placeholders, false)
+  const bound = bind(build(withPlaceholders).compile(), placeholders, false)
+  // The placeholders are named by index, so the values array is looked up by the same names.
+  return (values) => bound(values as unknown as Record<string, unknown>)
 }
 
 /**
@@ -97,7 +121,7 @@ function compileShape<I, O> (build: (input: I) => Compilable<O>, input: I, shape
  * use (see parameterise for what is a parameter).
  */
 export function compileByShape<I, O> (build: (input: I) => Compilable<O>, shapeKeys: readonly string[]): (input: I) => CompiledQuery<O> {
-  const shapes = new Map<string, (values: Record<string, unknown>) => CompiledQuery<O>>()
+  const shapes = new Map<string, (values: ReadonlyArray<string | number>) => CompiledQuery<O>>()
   return (input) => {
     const { shape, values } = shapeOf(input, shapeKeys)
     let compiled = shapes.get(shape)

@@ -86,6 +86,22 @@ function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesE
   }
 }
 
+/**
+ * The parts, UTF-8 encoded into one buffer. Sent as a string, a page's text would be copied twice
+ * more on V8's heap: joined into one string (for its byte length, Content-Length), then again
+ * behind the response's header (Node's http sends a string body in one piece with its head).
+ * A buffer lives outside the young generation that each copy fills: 85 KB of V8 heap per
+ * 0.05° window request before, ~25 KB less after (bench/NOTES.md).
+ */
+function utf8Join (parts: readonly string[]): Buffer {
+  let bytes = 0
+  for (const part of parts) bytes += Buffer.byteLength(part)
+  const out = Buffer.allocUnsafe(bytes)
+  let at = 0
+  for (const part of parts) at += out.write(part, at)
+  return out
+}
+
 const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
@@ -206,14 +222,14 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       yield `],${tail.slice(1)}`
     }
     // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.repository.ts
-    // featureText) and spliced as text. A page that fits in one query is sent as one string; a
-    // larger one as a byte stream, which reads the next chunk only when the socket has taken the
-    // last (objectMode would queue 16 chunks).
+    // featureText) and spliced as text. A page that fits in one query is sent as one buffer (see
+    // utf8Join); a larger one as a byte stream, which reads the next chunk only when the socket
+    // has taken the last (objectMode would queue 16 chunks).
     const untyped: FastifyReply = reply.type(GEOJSON)
     if (streamed) return untyped.send(Readable.from(body(), { objectMode: false }))
-    let text = ''
-    for await (const part of body()) text += part
-    return untyped.send(text)
+    const parts: string[] = []
+    for await (const part of body()) parts.push(part)
+    return untyped.send(utf8Join(parts))
   })
 
   app.get('/collections/sources/items/:id', {

@@ -233,3 +233,18 @@ t.test('bbox: the bounding-box shortcut lets in nothing the exact test would not
     t.same(await cIds(`/collections/sources/items?bbox=${w},${s},${e},${n}`), expected, `bbox=${w},${s},${e},${n}`)
   }
 })
+
+t.test('text beyond ASCII arrives intact, its Content-Length in bytes: a page in one piece and one streamed', async (t) => {
+  const editorU = await session(ctx, 'editor', 'org-u')
+  const names = ['Zürich', '東京-区', 'carte-🗺', 'plain']
+  const res = await app.inject({ method: 'POST', url: '/sources', headers: editorU.headers, payload: collection(...names.map((n, i) => feature(n, { coordinates: box(i, 20) }))) })
+  t.equal(res.statusCode, 201)
+  const oneByOne = backend === 'embedded' ? [] : [['streamed, one row per query', (await build(t, { ITEMS_ROWS_PER_QUERY: 1 }, { url: ctx.url })).app] as const]
+  for (const [how, server] of [['in one piece', app] as const, ...oneByOne]) {
+    const page = await server.inject({ method: 'GET', url: '/collections/sources/items?limit=10', headers: editorU.headers })
+    t.equal(page.statusCode, 200, how)
+    if (how === 'in one piece') t.equal(Number(page.headers['content-length']), page.rawPayload.length, `${how}: Content-Length is the byte length`)
+    else t.equal(page.headers['content-length'], undefined, `${how}: no Content-Length`)
+    t.same((page.json() as Page).features.map((f) => f.properties.feature_id).sort(), [...names].sort(), `${how}: every name as it was sent`)
+  }
+})
