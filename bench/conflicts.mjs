@@ -11,10 +11,9 @@
 // Sources posted by a round are deleted before the next, so the density stays what it was.
 // Prints Markdown. Usage: npm run build && node bench/conflicts.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
 
 const ROWS = Number(process.env.BENCH_CONFLICT_ROWS ?? 1_000_000)
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
@@ -115,7 +114,7 @@ const denseBody = await (await fetch(`${service}${denseIds[0]}`, { headers: { au
 // 3. 1,000-feature POSTs against pgbench's plain INSERT of 1,000 such boxes (triggers off).
 log('1,000-feature POST')
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
-const pgDir = mkdtempSync(join(tmpdir(), 'bench-conflicts-'))
+const pgDir = tempDir('bench-conflicts-')
 const pgFile = join(pgDir, 'insert.sql')
 writeFileSync(pgFile, `INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
 SELECT 'src_' || md5(random()::text), 'pgb-' || md5(random()::text), 'bench', '${accountId}'::uuid, ST_MakeEnvelope(x, y, x + ${DENSE.size}, y + ${DENSE.size}, 4326), '[2024-01-01Z,2024-02-01Z)'

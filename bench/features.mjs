@@ -10,10 +10,9 @@
 // cgi-mapserver, lighttpd, gdal-bin (ogr2ogr) and wrk. BENCH_RUNS rounds (default 5) of
 // BENCH_DURATION s (default 5). Prints Markdown. Usage: npm run build && node bench/features.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
 
 if (spawnSync('wrk', ['--version']).error !== undefined) {
   process.stderr.write('bench/features.mjs needs wrk (Debian: apt-get install wrk)\n')
@@ -88,7 +87,7 @@ const bigToken = await login('big@example.org')
 const base = `http://127.0.0.1:${servicePort}`
 
 // MapServer 8, OGC API on the same table (its documented FastCGI set-up, under lighttpd).
-const msDir = mkdtempSync(join(tmpdir(), 'bench-mapserver-'))
+const msDir = tempDir('bench-mapserver-')
 const msPort = await freePort()
 writeFileSync(join(msDir, 'mapserver.conf'), `CONFIG\n  ENV\n    MS_MAP_PATTERN "^${msDir}/"\n  END\n  MAPS\n    "sources" "${msDir}/sources.map"\n  END\nEND\n`)
 writeFileSync(join(msDir, 'sources.map'), `MAP
@@ -162,7 +161,7 @@ function load (target, paths, client = 'wrk') {
 // pages; sources.repository.ts listFirstSources), taken from the service's build as it compiles
 // them, with its parameters as pgbench variables.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
-const pgDir = mkdtempSync(join(tmpdir(), 'bench-features-pgbench-'))
+const pgDir = tempDir('bench-features-pgbench-')
 const { compileByShape, queryBuilder } = await import('../dist/fast/compiled-query.js')
 const repository = await import('../dist/sources/sources.repository.js')
 // `vars` maps each parameter's value in `input` to the pgbench expression that stands for it.

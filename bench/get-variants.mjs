@@ -7,10 +7,9 @@
 // Prints a Markdown table.
 // Usage: npm run build && node bench/get-variants.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, SERVICE_FLAGS, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_FLAGS, benchDatabase, freePort, tempDir } from './setup.mjs'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { pgbenchPlacement, polygon } from './bodies.mjs'
 
@@ -81,7 +80,7 @@ for (let round = 0; round < RUNS; round++) {
 // a block at random as the generator moves each request's (bodies.mjs placement).
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const hex = multiPolygonEwkb(Array.from({ length: 1000 }, (_, i) => polygon(5, i))).toString('hex')
-const script = join(mkdtempSync(join(tmpdir(), 'variants-')), 'insert.sql')
+const script = join(tempDir('variants-'), 'insert.sql')
 const place = pgbenchPlacement(1000)
 writeFileSync(script, `\\set n random(1, 1000000000000)
 ${place.set}

@@ -10,7 +10,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
 import { pgbenchPlacement, placedPolygon, placement, polygon } from './bodies.mjs'
 
@@ -121,7 +121,7 @@ for (const [name, scenario] of scenarios) {
 
 // pgbench on the same statements. Ids: seeded rows for GET; fresh unique ones for inserts.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
-const pgdir = mkdtempSync(join(tmpdir(), 'bench-pgbench-'))
+const pgdir = tempDir('bench-pgbench-')
 // pgbench reads ":MI" and ":SS" inside literals as its variables, so the service's
 // 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"' is spelled with chr(58) for ':' (a constant, folded at plan time).
 const iso = `('YYYY-MM-DD"T"HH24' || chr(58) || 'MI' || chr(58) || 'SS.US"Z"')`

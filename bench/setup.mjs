@@ -2,8 +2,10 @@
 // CLI, an editor account, and SQL seeding of sources whose ids are src_ + the row number padded
 // to 22 digits (valid base62), so load generators and pgbench pick existing rows without a lookup.
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { startPostgis } from '../scripts/postgis.mjs'
 
@@ -14,6 +16,13 @@ export const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-48bytes!!'
 export const SERVICE_ARGS = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start.split(/\s+/).slice(1)
 /** The same flags alone. */
 export const SERVICE_FLAGS = SERVICE_ARGS.filter((a) => a.startsWith('--'))
+
+/** A new directory under the system's temporary one, removed when the process exits. */
+export function tempDir (prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
 
 export function freePort () {
   return new Promise((resolve) => {

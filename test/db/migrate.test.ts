@@ -1,7 +1,7 @@
 // The migrator: applies every file once, is idempotent, serialises concurrent runs with its
 // advisory lock, and refuses an applied file that was edited.
 import t from 'tap'
-import { cp, mkdtemp, appendFile } from 'node:fs/promises'
+import { cp, mkdtemp, appendFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
@@ -36,6 +36,7 @@ t.test('two concurrent runs: both succeed, each file is applied exactly once', a
 t.test('an applied migration that was edited is refused; a new file is applied', async (t) => {
   const db = await directDb(t, await createDatabase(t, { empty: true }))
   const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
   await cp(SQL_DIR, dir, { recursive: true })
   await migrate(db, dir)
   await appendFile(join(dir, '999_extra.sql'), 'CREATE TABLE extra (x int);')
@@ -47,6 +48,7 @@ t.test('an applied migration that was edited is refused; a new file is applied',
 t.test('a failing migration leaves nothing half-applied', async (t) => {
   const db = await directDb(t, await createDatabase(t, { empty: true }))
   const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
   await cp(SQL_DIR, dir, { recursive: true })
   await appendFile(join(dir, '998_broken.sql'), 'CREATE TABLE half (x int); SELECT no_such_function();')
   await t.rejects(migrate(db, dir), /no_such_function/)
