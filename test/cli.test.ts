@@ -1,8 +1,6 @@
 // The ops CLI, run as ops run it: the built dist/cli.js, a password on standard input.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { openEmbedded } from '../src/db/embedded.js'
@@ -10,7 +8,7 @@ import { listMigrations } from '../src/db/migrate.js'
 import { recordFailure } from '../src/accounts/login-failures.repository.js'
 import { bootstrap } from '../src/bootstrap.js'
 import { loadConfig } from '../src/config.js'
-import { backend, createDatabase, directDb } from './helper.js'
+import { backend, createDatabase, directDb, tempDir } from './helper.js'
 
 const target = await createDatabase(t, { empty: true })
 const targetEnv = backend === 'server' ? { DATABASE_URL: target } : { DATA_DIR: target }
@@ -54,8 +52,7 @@ t.test('no password of DATABASE_URL is ever printed', async (t) => {
 })
 
 t.test('a read-only command never creates an embedded database', async (t) => {
-  const parent = await mkdtemp(join(tmpdir(), 'sr-cli-none-'))
-  t.teardown(() => rm(parent, { recursive: true, force: true }))
+  const parent = await tempDir(t, 'sr-cli-none-')
   const missing = join(parent, 'data')
   for (const args of [['account', 'list'], ['account', 'disable', '--email', 'a@example.org'], ['account', 'unlock', '--email', 'a@example.org']]) {
     const r = cli(args, undefined, { DATA_DIR: missing })
@@ -121,8 +118,7 @@ t.test('clear errors and non-zero exits', async (t) => {
     t.not(r.code, 0, args.join(' '))
     t.match(r.stderr, message, args.join(' '))
   }
-  const inUse = await mkdtemp(join(tmpdir(), 'sr-cli-lock-'))
-  t.teardown(() => rm(inUse, { recursive: true, force: true }))
+  const inUse = await tempDir(t, 'sr-cli-lock-')
   const holder = await openEmbedded(inUse)
   const locked = cli(['account', 'list'], undefined, { DATA_DIR: inUse })
   await holder.db.destroy()

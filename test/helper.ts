@@ -41,6 +41,13 @@ export async function adminQuery (text: string): Promise<void> {
   try { await client.query(text) } finally { await client.end() }
 }
 
+/** A new directory under the system's temporary one, removed on teardown. */
+export async function tempDir (t: Tap, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
 /**
  * A fresh database for this test: migrated (a copy of the template) unless `empty`, removed on
  * teardown. Returns a postgres:// URL (server backend) or a data directory (embedded backend).
@@ -48,9 +55,8 @@ export async function adminQuery (text: string): Promise<void> {
 export async function createDatabase (t: Tap, { empty = false } = {}): Promise<string> {
   if (backend === 'embedded') {
     if (templateDir === undefined) throw new Error('TEST_TEMPLATE_DIR is not set: run the tests with `npm test`')
-    const dir = await mkdtemp(join(tmpdir(), 'sr-test-'))
+    const dir = await tempDir(t, 'sr-test-')
     if (!empty) await cp(templateDir, dir, { recursive: true, filter: (src) => !src.endsWith('.lock') })
-    t.teardown(() => rm(dir, { recursive: true, force: true }))
     return dir
   }
   if (templateDb === undefined) throw new Error('TEST_TEMPLATE_DB is not set: run the tests with `npm test`')

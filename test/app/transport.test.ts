@@ -6,11 +6,10 @@ import { execFile, spawnSync } from 'node:child_process'
 import { promisify } from 'node:util'
 import { connect as connectSocket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/open.js'
-import { addAccount, build, collection, createDatabase, expectError, feature, startService, targetConfig } from '../helper.js'
+import { addAccount, build, collection, createDatabase, expectError, feature, startService, targetConfig, tempDir } from '../helper.js'
 
 const LIMIT = 1024 * 1024
 // The service in a process of its own: in this process, client and server would share one event
@@ -24,8 +23,7 @@ const url = `${service.base}/sources`
 const tokenResponse = await fetch(`${service.base}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: account.email, password: account.password }) })
 const editor = { headers: { authorization: `Bearer ${((await tokenResponse.json()) as { token: string }).token}` } }
 
-const dir = await mkdtemp(join(tmpdir(), 'sr-transport-'))
-t.teardown(() => rm(dir, { recursive: true, force: true }))
+const dir = await tempDir(t, 'sr-transport-')
 // 64 MB of valid JSON (a collection with a long foreign member) against a 1 MiB limit: without a
 // lingering close, fetch lost the answer to a reset in 2 of 10 tries here (EPIPE).
 const big = JSON.stringify({ ...collection(feature('big')), padding: 'x'.repeat(64 * 1024 * 1024) })

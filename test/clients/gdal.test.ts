@@ -5,12 +5,11 @@
 // sets the equivalent SQL gives.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
-import { addAccount, backend, collection, createDatabase, feature, startService, targetConfig } from '../helper.js'
+import { addAccount, backend, collection, createDatabase, feature, startService, targetConfig, tempDir } from '../helper.js'
 
 const hasGdal = spawnSync('ogrinfo', ['--version']).status === 0
 if (backend === 'embedded') {
@@ -42,8 +41,7 @@ async function gdal (): Promise<void> {
   await post(tokenA, Array.from({ length: 55 }, (_, i) => feature(`a-${i}`, { coordinates: box(i % 11, Math.floor(i / 11)), start: `2024-0${1 + (i % 6)}-01T00:00:00Z`, end: '2024-12-01T00:00:00Z' })))
   await post(tokenB, Array.from({ length: 5 }, (_, i) => feature(`b-${i}`, { coordinates: box(i, 0) })))
 
-  const dir = await mkdtemp(join(tmpdir(), 'sr-gdal-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const dir = await tempDir(t, 'sr-gdal-')
   const env = { ...process.env, GDAL_HTTP_HEADERS: `Authorization: Bearer ${tokenA}`, CPL_DEBUG: 'OFF' }
   const run = (cmd: string, args: string[]) => {
     const r = spawnSync(cmd, args, { env, encoding: 'utf8', timeout: 120_000 })

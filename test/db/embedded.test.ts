@@ -3,9 +3,8 @@
 // one process per data directory.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { bootstrap } from '../../src/bootstrap.js'
@@ -14,7 +13,7 @@ import { findAccountByEmail } from '../../src/accounts/accounts.repository.js'
 import { verifyPassword } from '../../src/accounts/passwords.js'
 import { openEmbedded } from '../../src/db/embedded.js'
 import { listMigrations } from '../../src/db/migrate.js'
-import { backend, createDatabase } from '../helper.js'
+import { backend, createDatabase, tempDir } from '../helper.js'
 
 const quiet = { info: () => {}, warn: () => {} }
 
@@ -22,8 +21,7 @@ if (backend === 'server') {
   t.plan(0, 'embedded backend only (npm test runs it)')
 } else {
   t.test('first start: migrate, generate the secret, create and report the admin; restart: keep all', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'sr-embedded-'))
-    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const dir = await tempDir(t, 'sr-embedded-')
     const infos: Array<Record<string, unknown>> = []
     const log = { info: (o: object) => { infos.push(o as Record<string, unknown>) }, warn: () => {} }
 
@@ -55,8 +53,7 @@ if (backend === 'server') {
   })
 
   t.test('ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_ORG and a given JWT_SECRET are used as given', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'sr-embedded-'))
-    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const dir = await tempDir(t, 'sr-embedded-')
     const secret = 's'.repeat(40)
     const started = await bootstrap(loadConfig({ DATA_DIR: dir, ADMIN_EMAIL: 'ops@example.org', ADMIN_PASSWORD: 'given password 1', ADMIN_ORG: 'acme', JWT_SECRET: secret }), quiet)
     t.teardown(() => started.db.destroy())
@@ -96,8 +93,7 @@ if (backend === 'server') {
   })
 
   t.test('a lock whose pid now belongs to another process is taken over; a lock of another host is not', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'sr-lock-'))
-    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const dir = await tempDir(t, 'sr-lock-')
     await mkdir(join(dir, '.lock'))
     // pid 1 is alive, but it did not start at this time: its pid was reused.
     await writeFile(join(dir, '.lock', 'owner.json'), JSON.stringify({ pid: 1, started: '1', host: hostname() }))

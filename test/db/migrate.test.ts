@@ -1,13 +1,12 @@
 // The migrator: applies every file once, is idempotent, serialises concurrent runs with its
 // advisory lock, and refuses an applied file that was edited.
 import t from 'tap'
-import { cp, mkdtemp, appendFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { cp, appendFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { listMigrations, migrate, SQL_DIR } from '../../src/db/migrate.js'
 import { openEmbedded } from '../../src/db/embedded.js'
-import { backend, createDatabase, directDb } from '../helper.js'
+import { backend, createDatabase, directDb, tempDir } from '../helper.js'
 
 const files = (await listMigrations()).map((m) => m.name)
 
@@ -35,8 +34,7 @@ t.test('two concurrent runs: both succeed, each file is applied exactly once', a
 
 t.test('an applied migration that was edited is refused; a new file is applied', async (t) => {
   const db = await directDb(t, await createDatabase(t, { empty: true }))
-  const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const dir = await tempDir(t, 'sr-migrations-')
   await cp(SQL_DIR, dir, { recursive: true })
   await migrate(db, dir)
   await appendFile(join(dir, '999_extra.sql'), 'CREATE TABLE extra (x int);')
@@ -47,8 +45,7 @@ t.test('an applied migration that was edited is refused; a new file is applied',
 
 t.test('a failing migration leaves nothing half-applied', async (t) => {
   const db = await directDb(t, await createDatabase(t, { empty: true }))
-  const dir = await mkdtemp(join(tmpdir(), 'sr-migrations-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const dir = await tempDir(t, 'sr-migrations-')
   await cp(SQL_DIR, dir, { recursive: true })
   await appendFile(join(dir, '998_broken.sql'), 'CREATE TABLE half (x int); SELECT no_such_function();')
   await t.rejects(migrate(db, dir), /no_such_function/)

@@ -10,12 +10,11 @@ import t from 'tap'
 import { existsSync } from 'node:fs'
 import { type AddressInfo } from 'node:net'
 import { createServer, request } from 'node:http'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { openDatabase } from '../../src/db/open.js'
-import { addAccount, backend, collection, createDatabase, feature, startService, targetConfig } from '../helper.js'
+import { addAccount, backend, collection, createDatabase, feature, startService, targetConfig, tempDir } from '../helper.js'
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && existsSync(p))
 if (backend === 'embedded') {
@@ -139,8 +138,7 @@ async function inBrowser (executablePath: string): Promise<void> {
   })
 
   t.test('upload a file with one bad polygon: the pointer in the message, the feature outlined', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'sr-map-'))
-    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const dir = await tempDir(t, 'sr-map-')
     const file = join(dir, 'areas.geojson')
     await writeFile(file, JSON.stringify(collection(
       feature('upload-ok', { coordinates: box(11.2, 50) }),
