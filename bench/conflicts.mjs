@@ -6,7 +6,8 @@
 //   (session_replication_role = replica) and that reads no conflicts (NAIVE_CONFLICTS=off): it checks nothing;
 // - GET /sources/?id= of dense sources (about 10 conflicts each) against grid ones (none);
 // - 1,000-feature POSTs into the dense region against pgbench's plain set-based INSERT of the
-//   same boxes with the triggers off;
+//   same boxes with the triggers off, and (for reference) with them on, as any SQL writer's
+//   insert is held to the rule;
 // - EXPLAIN (ANALYZE) of the trigger's lookup for one new box and of one GET's conflict list.
 // Sources posted by a round are deleted before the next, so the density stays what it was.
 // Prints Markdown. Usage: npm run build && node bench/conflicts.mjs
@@ -120,9 +121,9 @@ writeFileSync(pgFile, `INSERT INTO sources (id, feature_id, organisation, create
 SELECT 'src_' || md5(random()::text), 'pgb-' || md5(random()::text), 'bench', '${accountId}'::uuid, ST_MakeEnvelope(x, y, x + ${DENSE.size}, y + ${DENSE.size}, 4326), '[2024-01-01Z,2024-02-01Z)'
 FROM (SELECT ${REGION[0]} + random() * ${REGION[2] - REGION[0] - DENSE.size} AS x, ${REGION[1]} + random() * ${REGION[3] - REGION[1] - DENSE.size} AS y FROM generate_series(1, 1000)) AS r;
 `)
-function pgbench () {
+function pgbench ({ triggers = false } = {}) {
   const started = performance.now()
-  const r = spawnSync(pgbenchBin, ['-n', '-c', String(BULK_CONNECTIONS), '-j', '2', '-t', '4', '-f', pgFile, url], { encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c session_replication_role=replica' } })
+  const r = spawnSync(pgbenchBin, ['-n', '-c', String(BULK_CONNECTIONS), '-j', '2', '-t', '4', '-f', pgFile, url], { encoding: 'utf8', env: { ...process.env, ...(triggers ? {} : { PGOPTIONS: '-c session_replication_role=replica' }) } })
   if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
   const seconds = (performance.now() - started) / 1000
   return BULK_CONNECTIONS * 4 * 1000 / seconds
@@ -131,10 +132,12 @@ function pgbench () {
 // overlap), and 16 at once would wait past the load generator's 10 s timeout.
 const BULK_CONNECTIONS = 4
 const post1000 = { kind: 'post', region: REGION, features: 1000, amount: 16, connections: BULK_CONNECTIONS }
-const svcBulk = []; const pgBulk = []
+const svcBulk = []; const pgBulk = []; const pgRuleBulk = []
 for (let i = 0; i < RUNS; i++) {
   svcBulk.push(load(service, post1000).rps * 1000); await cleanUp()
   pgBulk.push(pgbench()); await cleanUp()
+  pgRuleBulk.push(pgbench({ triggers: true })); await cleanUp()
+  log(`1,000-feature round ${i + 1}: service ${Math.round(svcBulk[i])}, pgbench ${Math.round(pgBulk[i])} (triggers off), ${Math.round(pgRuleBulk[i])} (on) polygons/s`)
 }
 
 // 4. The plans.
@@ -153,6 +156,8 @@ const gd = mean(getDense, (r) => r.rps); const gn = mean(getNone, (r) => r.rps)
 out.push(`| GET /sources/?id= with ${denseBody.properties.conflicts.length} conflicts (req/s; p50 ms; mean latency = ${CONNECTIONS}/rate) | ${Math.round(gd)}; ${mean(getDense, (r) => r.p50)} | with none: ${Math.round(gn)}; ${mean(getNone, (r) => r.p50)} | latency ${(gn / gd).toFixed(2)}× | ≤ 1.5× |`)
 const sb = median(svcBulk); const pb = median(pgBulk)
 out.push(`| 1,000-feature POST into the dense region, ${BULK_CONNECTIONS} at once (polygons/s) | ${Math.round(sb).toLocaleString('en')} | pgbench plain INSERT, triggers off: ${Math.round(pb).toLocaleString('en')} | ${(sb / pb).toFixed(2)}× | ≥ 0.7× |`)
+const pr = median(pgRuleBulk)
+out.push(`| the same (reference) | ${Math.round(sb).toLocaleString('en')} | pgbench plain INSERT, triggers on (the rule, as every SQL writer gets it): ${Math.round(pr).toLocaleString('en')} | ${(sb / pr).toFixed(2)}× | — |`)
 out.push('', 'The trigger\'s lookup for one new box (the GiST indexes on geom and period):', '', '```', lookupPlan, '```', '', 'One GET\'s conflict list:', '', '```', readPlan, '```')
 process.stdout.write(out.join('\n') + '\n')
 process.exit(0)

@@ -1,6 +1,6 @@
 -- Conflict detection for less, the rule and its results unchanged (bench/NOTES.md, "Conflicts at
 -- write time, cheaper"): per overlapping pair in the dense region, the rule fell from ~65 µs to
--- ~18 µs, and a 1,000-row insert there from ~1.7 s to ~0.8 s.
+-- ~15 µs, and a 1,000-row insert there from 1.5–1.9 s to ~0.8 s (0.45 s with no detection).
 --
 -- 1. The overlap without GEOS's overlay when one area covers the other's part of their common
 --    box. With K the intersection of the two bounding boxes, A ∩ B lies in K; when A covers K,
