@@ -165,11 +165,22 @@ t.test('a corner digitised twice, a rounding apart: GEOS\'s predicate gives up, 
 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-/** A gate: a transaction awaits it to stay open until the test opens it. */
-function gate (): { wait: Promise<void>, open: () => void } {
-  let open: () => void = () => {}
-  const wait = new Promise<void>((resolve) => { open = resolve })
-  return { wait, open }
+/**
+ * `first` in a transaction that stays open while `second` starts (and, if it must, waits for
+ * it); then the first commits, and both are awaited.
+ */
+async function whileOpen (first: (trx: typeof db) => Promise<unknown>, second: () => Promise<unknown>): Promise<void> {
+  let commit: () => void = () => {}
+  const held = new Promise<void>((resolve) => { commit = resolve })
+  const running = db.transaction().execute(async (trx) => {
+    await first(trx)
+    await held
+  })
+  await sleep(100)
+  const waiting = second()
+  await sleep(200)
+  commit()
+  await Promise.all([running, waiting])
 }
 const insertIn = (trx: typeof db, id: string, x: number) => sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES (
   ${id}, ${id}, 'org-a', ${owner.id}::uuid, ST_MakeEnvelope(${x}::float8, 0, ${x + 0.01}::float8, 0.01, 4326), '[2024-01-01Z,2024-02-01Z)')`.execute(trx)
@@ -180,16 +191,7 @@ t.test('concurrent inserts of overlapping areas in two transactions: the pair is
   // wait for the first and then see it.
   const a = nextId()
   const b = nextId()
-  const held = gate()
-  const first = db.transaction().execute(async (trx) => {
-    await insertIn(trx, a, 8)
-    await held.wait
-  })
-  await sleep(100)
-  const second = db.transaction().execute(async (trx) => { await insertIn(trx, b, 8.005) })
-  await sleep(200)
-  held.open()
-  await Promise.all([first, second])
+  await whileOpen((trx) => insertIn(trx, a, 8), () => db.transaction().execute((trx) => insertIn(trx, b, 8.005)))
   t.same(await others(a), [b])
   t.same(await others(b), [a])
 })
@@ -201,16 +203,7 @@ t.test('an insert and a delete of overlapping areas at the same moment: no pair 
   // removes the pair the insert recorded.
   const partner = await insert(box(8.5, 0, 8.51, 0.01))
   const added = nextId()
-  const insertOpen = gate()
-  const inserting = db.transaction().execute(async (trx) => {
-    await insertIn(trx, added, 8.505)
-    await insertOpen.wait
-  })
-  await sleep(100)
-  const deleting = sql`DELETE FROM sources WHERE id = ${partner}`.execute(db)
-  await sleep(200)
-  insertOpen.open()
-  await Promise.all([inserting, deleting])
+  await whileOpen((trx) => insertIn(trx, added, 8.505), () => sql`DELETE FROM sources WHERE id = ${partner}`.execute(db))
   t.same(await others(added), [], 'the insert first: its pair went with the deleted partner')
   t.equal(await pairsWith(partner), 0)
 
@@ -218,16 +211,7 @@ t.test('an insert and a delete of overlapping areas at the same moment: no pair 
   // the partner gone.
   const gone = await insert(box(8.6, 0, 8.61, 0.01))
   const late = nextId()
-  const deleteOpen = gate()
-  const deletingFirst = db.transaction().execute(async (trx) => {
-    await sql`DELETE FROM sources WHERE id = ${gone}`.execute(trx)
-    await deleteOpen.wait
-  })
-  await sleep(100)
-  const insertingLate = db.transaction().execute(async (trx) => { await insertIn(trx, late, 8.605) })
-  await sleep(200)
-  deleteOpen.open()
-  await Promise.all([deletingFirst, insertingLate])
+  await whileOpen((trx) => sql`DELETE FROM sources WHERE id = ${gone}`.execute(trx), () => db.transaction().execute((trx) => insertIn(trx, late, 8.605)))
   t.same(await others(late), [], 'the delete first: the insert did not pair with it')
   t.equal(await pairsWith(gone), 0)
 })
