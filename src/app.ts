@@ -1,6 +1,7 @@
 // buildApp(config) → a ready FastifyInstance. Never listens: server.ts does, tests inject.
 // Registration order: infrastructure plugins, shared services, then routes.
 import Fastify, { type FastifyBaseLogger } from 'fastify'
+import accepts from '@fastify/accepts'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Kysely } from 'kysely'
@@ -17,7 +18,9 @@ import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import largeBodiesPlugin from './plugins/large-bodies.js'
 import securityHeaders from './plugins/security-headers.js'
-import healthRoutes from './health.routes.js'
+import { accountStore } from './accounts/accounts.store.js'
+import { healthStore } from './ops/health.store.js'
+import healthRoutes from './ops/health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
@@ -106,19 +109,23 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       crossOriginEmbedderPolicy: false
     }
   })
+  await app.register(accepts)
+  // One store per resource: the routes and the auth plugin reach storage through these alone.
+  const accounts = accountStore(db)
+  // The plain path, or the same answers with batching and compiled queries (src/fast/).
+  const sources = config.DB_FAST_PATH
+    ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
+    : plainSourceStore(db)
+
   await app.register(dbPlugin, { db })
-  await app.register(authPlugin, { config })
+  await app.register(authPlugin, { config, accounts })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
 
-  await app.register(healthRoutes)
-  await app.register(tokenRoutes, { config })
-  // The plain path, or the same answers with batching and compiled queries (src/fast/).
-  const sourceStore = config.DB_FAST_PATH
-    ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
-    : plainSourceStore(db)
-  await app.register(sourcesRoutes, { config, store: sourceStore })
-  await app.register(featuresRoutes, { store: sourceStore, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(healthRoutes, { health: healthStore(db) })
+  await app.register(tokenRoutes, { config, accounts })
+  await app.register(sourcesRoutes, { config, store: sources })
+  await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(mapRoutes, { config })
   app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/vnd.oai.openapi+json;version=3.0').send(app.swagger()))

@@ -13,7 +13,7 @@ import { migrate } from './db/migrate.js'
 import { type OpenedDatabase, openDatabase } from './db/open.js'
 import { hasAnyAccount, insertAccount } from './accounts/accounts.repository.js'
 import { hashPassword } from './accounts/passwords.js'
-import { applyConflictTolerance, storedConflictTolerance } from './sources/sources.repository.js'
+import { applyConflictTolerance, storedConflictTolerance } from './sources/conflict-tolerance.repository.js'
 
 interface Log { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }
 

@@ -6,8 +6,7 @@
 // (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
-import { poolerHint } from './db/availability.js'
-import { constraintRule } from './db/constraints.js'
+import { classifyDbError, poolerHint } from './db/errors.js'
 import { openDatabase } from './db/open.js'
 import { DataDirInUseError, NoDatabaseError } from './db/embedded.js'
 import { ROLES, type Database, type Role } from './db/database.js'
@@ -16,7 +15,7 @@ import { type Config, ConfigSchema, loadConfig } from './config.js'
 import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } from './accounts/accounts.repository.js'
 import { hashPassword, passwordProblem } from './accounts/passwords.js'
 import { unlock } from './accounts/login-failures.repository.js'
-import { applyConflictTolerance } from './sources/sources.repository.js'
+import { applyConflictTolerance } from './sources/conflict-tolerance.repository.js'
 
 const USAGE = `usage: source-registry <command>
   migrate                                   apply pending sql/ migrations
@@ -166,8 +165,9 @@ async function main (): Promise<number> {
     await run(conn, argv)
     return 0
   } catch (e) {
-    // A named constraint of sql/ says what was wrong, in the words the API uses (db/constraints.ts).
-    const rule = constraintRule(e)
+    // A named constraint of sql/ says what was wrong, in the words the API uses (db/errors.ts).
+    const db = classifyDbError(e)
+    const rule = db?.kind === 'constraint' ? db.rule : undefined
     const usage = rule !== undefined || e instanceof UsageError || e instanceof DataDirInUseError || e instanceof NoDatabaseError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
     const hint = poolerHint(e)
     err(`error: ${rule?.message ?? (e as Error).message}${hint !== undefined ? ` (${hint})` : ''}`)

@@ -1,8 +1,6 @@
 // SQL for accounts. Functions take the Kysely handle (or a transaction) first; callers own it.
-import { type Kysely, type Transaction, sql } from 'kysely'
-import type { Account, Database, Role } from '../db/database.js'
-
-type Db = Kysely<Database> | Transaction<Database>
+import { sql } from 'kysely'
+import type { Account, Db, Role } from '../db/database.js'
 
 export interface AccountStatus {
   disabled: boolean

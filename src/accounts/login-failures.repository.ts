@@ -1,8 +1,6 @@
 // SQL for the failed-login counters (sql/005_login_failures.sql). Functions take db first.
-import { type Kysely, type Transaction, sql } from 'kysely'
-import type { Database } from '../db/database.js'
-
-type Db = Kysely<Database> | Transaction<Database>
+import { sql } from 'kysely'
+import type { Db } from '../db/database.js'
 
 export interface FailureKey { key: string, email: string | null, address: string | null }
 export interface FailureCount { key: string, failures: number, retryAfterSeconds: number }

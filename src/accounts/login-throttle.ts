@@ -1,6 +1,6 @@
 // Brute-force protection for POST /token, after OWASP's authentication guidance: failures are
 // counted per (address, e-mail) pair, per address and per e-mail, in fixed windows kept in the
-// database (login-failures.repository.ts), so restarts and other instances see them too.
+// database (the accounts store's `failures`), so restarts and other instances see them too.
 // - A pair over LOGIN_MAX_FAILURES: 429 for that pair until its window ends. Tight, and only
 //   the guesser is stopped: the account's owner elsewhere is not.
 // - An address over LOGIN_ADDRESS_MAX_FAILURES (many e-mails, credential stuffing): 429 for any
@@ -8,9 +8,8 @@
 // - An e-mail over LOGIN_EMAIL_SLOWDOWN_AFTER, from anywhere: every attempt for it is slowed,
 //   250 ms doubling per further failure up to LOGIN_EMAIL_MAX_DELAY_MS, but never refused, so a
 //   stranger cannot lock its owner out.
-import type { Kysely } from 'kysely'
-import type { Database } from '../db/database.js'
-import { type FailureCount, type FailureKey, clearFailures, findFailureCounts, recordFailure } from './login-failures.repository.js'
+import type { LoginFailureStore } from './accounts.store.js'
+import type { FailureCount, FailureKey } from './login-failures.repository.js'
 
 export interface LoginLimits {
   pairMaxFailures: number
@@ -27,7 +26,7 @@ export type LoginCheck =
 const FIRST_DELAY_MS = 250
 
 export class LoginThrottle {
-  constructor (private readonly db: Kysely<Database>, private readonly limits: LoginLimits) {}
+  constructor (private readonly failures: LoginFailureStore, private readonly limits: LoginLimits) {}
 
   private keys (email: string, address: string): { pair: FailureKey, address: FailureKey, email: FailureKey } {
     const e = email.toLowerCase()
@@ -41,7 +40,7 @@ export class LoginThrottle {
   /** Whether this attempt may go ahead, and how long it must wait first. */
   async check (email: string, address: string): Promise<LoginCheck> {
     const keys = this.keys(email, address)
-    const counts = new Map((await findFailureCounts(this.db, [keys.pair.key, keys.address.key, keys.email.key])).map((c) => [c.key, c]))
+    const counts = new Map((await this.failures.counts([keys.pair.key, keys.address.key, keys.email.key])).map((c) => [c.key, c]))
     for (const [limit, max] of [['pair', this.limits.pairMaxFailures], ['address', this.limits.addressMaxFailures]] as const) {
       const c = counts.get(keys[limit].key)
       if (c !== undefined && c.failures >= max) return { refused: true, retryAfterSeconds: Math.max(1, c.retryAfterSeconds), limit }
@@ -58,7 +57,7 @@ export class LoginThrottle {
   /** Counts a failure; returns the limits this failure reached (for the log). */
   async fail (email: string, address: string): Promise<Array<'pair' | 'address' | 'email'>> {
     const keys = this.keys(email, address)
-    const counts = new Map((await recordFailure(this.db, [keys.pair, keys.address, keys.email], this.limits.windowSeconds)).map((c) => [c.key, c.failures]))
+    const counts = new Map((await this.failures.record([keys.pair, keys.address, keys.email], this.limits.windowSeconds)).map((c) => [c.key, c.failures]))
     const reached: Array<'pair' | 'address' | 'email'> = []
     if (counts.get(keys.pair.key) === this.limits.pairMaxFailures) reached.push('pair')
     if (counts.get(keys.address.key) === this.limits.addressMaxFailures) reached.push('address')
@@ -68,6 +67,6 @@ export class LoginThrottle {
 
   /** A successful login forgets its own pair's failures (not the e-mail's: that would help a guesser). */
   async succeed (email: string, address: string): Promise<void> {
-    await clearFailures(this.db, [this.keys(email, address).pair.key])
+    await this.failures.clear([this.keys(email, address).pair.key])
   }
 }

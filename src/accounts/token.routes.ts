@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
-import { findAccountByEmail } from './accounts.repository.js'
+import type { AccountStore } from './accounts.store.js'
 import { LoginThrottle } from './login-throttle.js'
 import { dummyHash, verifyPassword } from './passwords.js'
 
@@ -21,8 +21,8 @@ export const TokenSchema = Type.Object({
 
 const WRONG_CREDENTIALS = 'Wrong e-mail or password.'
 
-const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
-  const throttle = new LoginThrottle(app.db, {
+const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config, accounts: AccountStore }> = async (app, { config, accounts }) => {
+  const throttle = new LoginThrottle(accounts.failures, {
     pairMaxFailures: config.LOGIN_MAX_FAILURES,
     addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
     emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
@@ -46,7 +46,7 @@ const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       })
     }
     if (check.delayMs > 0) await setTimeout(check.delayMs)
-    const account = await findAccountByEmail(app.db, email)
+    const account = await accounts.findByEmail(email)
     // Unknown e-mails are checked against a dummy hash so they cost the same time as known ones.
     const ok = await verifyPassword(password, account?.password_hash ?? await dummyHash)
     if (account === undefined || !ok || account.disabled) {

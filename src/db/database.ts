@@ -1,5 +1,5 @@
 // The Kysely Database interface: one entry per table, mirroring sql/.
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely'
+import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely'
 
 export const ROLES = ['admin', 'editor', 'viewer'] as const
 export type Role = typeof ROLES[number]
@@ -20,7 +20,7 @@ export interface SourcesTable {
   feature_id: string
   organisation: string
   created_by: string
-  /** geometry(Polygon,4326); written as hex EWKB, read through postgis.ts helpers. */
+  /** geometry(Polygon,4326); written as binary EWKB (db/ewkb.ts), read through postgis.ts helpers. */
   geom: ColumnType<never, string, string>
   /** tstzrange; read through lower()/upper(). */
   period: ColumnType<never, string, string>
@@ -42,4 +42,9 @@ export interface Database {
 }
 
 export type Account = Selectable<AccountsTable>
-export type NewAccount = Insertable<AccountsTable>
+
+/** The database or a transaction: repository functions take either, first; the caller owns it. */
+export type Db = Kysely<Database> | Transaction<Database>
+
+/** Which rows a caller may see: one organisation's, or every organisation's (admins). */
+export type Scope = { organisation: string } | 'all'

@@ -22,8 +22,7 @@ const coordinate = (v: number): number => Math.abs(v) < 1e-100 ? 0 : v + 0
  *
  * Written straight into one buffer of the exact size. Byte for byte what wkx's
  * MultiPolygon#toEwkb writes (test/sources/ewkb.test.ts), without wkx's object per vertex and
- * buffer per polygon: for 1,000 polygons of 500 vertices those were ~100 ms of allocation and
- * garbage collection per collection (bench/NOTES.md).
+ * buffer per polygon, whose allocation and garbage collection dominate a large collection.
  */
 export function multiPolygonEwkb (polygons: number[][][][]): Buffer {
   // Header 13 bytes; per polygon: byte order, type, ring count (9); per ring: its count and 16

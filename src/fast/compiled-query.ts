@@ -73,8 +73,7 @@ function parameterise (input: unknown, shapeKeys: readonly string[], replace: (i
 
 /**
  * The shape of an input (see parameterise) as a string, and its parameters' values in order. Run
- * on every request, so it walks the input once and allocates only the two results (the
- * Object.entries version cost ~6 KB of V8 heap per items request: bench/NOTES.md).
+ * on every request, so it walks the input once and allocates only the two results.
  */
 export function shapeOf (input: unknown, shapeKeys: readonly string[]): { shape: string, values: Array<string | number> } {
   const values: Array<string | number> = []

@@ -1,10 +1,10 @@
 // Listing queries (OGC API items) on the fast path: each compiled once per shape of its input
 // (which filters are present, which sort: compiled-query.ts compileByShape), then only bound to
-// the request's values. Building and compiling a listing query with Kysely on every request cost
-// ~10 % of an items request's CPU (bench/NOTES.md).
+// the request's values: building and compiling a listing query with Kysely on every request is a
+// measurable share of an items request's CPU (docs/performance.md).
 import type { Compilable, CompiledQuery, Kysely } from 'kysely'
-import type { Database } from '../db/database.js'
-import { type Db, type ListInput, LIST_INPUT_SHAPE_KEYS, type RunListing } from '../sources/sources.repository.js'
+import type { Database, Db } from '../db/database.js'
+import { type ListInput, LIST_INPUT_SHAPE_KEYS, type RunListing } from '../sources/sources.listing.js'
 import { compileByShape, queryBuilder } from './compiled-query.js'
 
 type Build = (db: Db, input: ListInput) => Compilable<unknown>

@@ -1,14 +1,15 @@
-// The sources store on the fast path: the plain repository functions (sources/sources.repository.ts),
-// with concurrent reads and writes batched (batcher.ts) and GET and DELETE compiled once
+// The sources store on the fast path: the plain store (sources/sources.store.ts) with concurrent
+// reads and writes batched (batcher.ts), and GET, DELETE and listings compiled once
 // (compiled-query.ts). Chosen in app.ts when DB_FAST_PATH is on; the answers are the same as the
-// plain store's (test/sources runs both).
+// plain store's (test/sources runs both). What it does not override is the plain store's.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
-import type { SourceStore } from '../sources/sources.store.js'
+import { type SourceStore, plainSourceStore } from '../sources/sources.store.js'
 import {
   type ConflictsById, type SourceInsert, type SourceRow,
-  conflictsById, deleteSourceQuery, insertSources, listFirstSources, listSources, selectConflictsOf, selectSourcesByIds, visibleIn
+  conflictsById, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
 } from '../sources/sources.repository.js'
+import { listFirstSources, listSources } from '../sources/sources.listing.js'
 import { Batcher } from './batcher.js'
 import { compileOnce, placeholder, queryBuilder } from './compiled-query.js'
 import { compiledListing } from './listing.js'
@@ -40,17 +41,17 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
   // writer, and gets its own outcome (of two that conflict, the first to arrive wins). The
   // conflicts of every source stored are then read back in one query.
   const writes = new Batcher<SourceInsert, { error: unknown } | { conflicts: ConflictsById }>(async (inserts) => {
-    let stored: boolean[] | undefined
+    let together = false
     const outcomes: Array<{ error: unknown } | undefined> = []
     if (inserts.length > 1) {
       try {
         await insertSources(db, inserts)
-        stored = inserts.map(() => true)
+        together = true
       } catch {
         // One of them (or the database) failed; one by one below says which.
       }
     }
-    if (stored === undefined) {
+    if (!together) {
       for (const insert of inserts) {
         try {
           await insertSources(db, [insert])
@@ -68,6 +69,7 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
 
   const run = compiledListing(db)
   return {
+    ...plainSourceStore(db),
     find: async (id, scope) => visibleIn(await reads.submit(id), scope),
     list: (input) => listSources(run, input),
     listFirst: (input) => listFirstSources(run, input),

@@ -4,7 +4,7 @@
 // throughout. A cursor that does not decode, or belongs to another query, is a 400.
 import { createHash } from 'node:crypto'
 import { parseDateTime } from '../sources/datetime.js'
-import type { ListFilter, SortField } from '../sources/sources.repository.js'
+import type { ListFilter, SortField } from '../sources/sources.listing.js'
 
 interface CursorBody { v: string, i: string, q: string }
 

@@ -3,7 +3,8 @@
 // that only known parameters are present and that each is a single string.
 import type { ErrorDetail } from '../errors.js'
 import { parseDateTime } from '../sources/datetime.js'
-import { type ListFilter, type SortField, searchBoxes } from '../sources/sources.repository.js'
+import type { ListFilter, SortField } from '../sources/sources.listing.js'
+import { searchBoxes } from '../sources/search-box.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100

@@ -8,9 +8,8 @@ import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
-import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { featureJson } from '../sources/source-feature.js'
-import { type Scope, sourcesExtent } from '../sources/sources.repository.js'
+import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { SourceFeatureSchema } from '../sources/sources.schema.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
@@ -26,23 +25,16 @@ const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'
 ]
 
-function scopeOf (account: AuthenticatedAccount): Scope {
-  return account.role === 'admin' ? 'all' : { organisation: account.organisation }
-}
-
 /** The service's own absolute base URL as the client reached it (X-Forwarded-* with TRUST_PROXY). */
 const baseOf = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
 
-/** 406 unless the client accepts GeoJSON or JSON (or anything). */
+const JSON_TYPES = [GEOJSON, 'application/json']
+
+/** 406 unless the client accepts GeoJSON or JSON (or anything); q-values as RFC 9110 has them (@fastify/accepts). */
 function negotiate (request: FastifyRequest): void {
   const accept = request.headers.accept
   if (accept === undefined || accept.trim() === '') return
-  const ok = accept.split(',').some((part) => {
-    const type = (part.split(';')[0] ?? '').trim().toLowerCase()
-    const q = /;\s*q=([\d.]+)/.exec(part)?.[1]
-    return (q === undefined || Number(q) > 0) && ['application/geo+json', 'application/json', 'application/*', '*/*'].includes(type)
-  })
-  if (!ok) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: this resource is ${GEOJSON} or application/json.`)
+  if (request.accepts().type(JSON_TYPES) === false) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: this resource is ${GEOJSON} or application/json.`)
 }
 
 /**
@@ -52,22 +44,24 @@ function negotiate (request: FastifyRequest): void {
  */
 async function toMapPage (request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const query = new URLSearchParams(request.url.split('?')[1] ?? '')
-  if (!(query.get('f') === 'html' || (query.get('f') === null && prefersHtml(request.headers.accept)))) return
+  if (!(query.get('f') === 'html' || (query.get('f') === null && prefersHtml(request)))) return
   query.delete('f')
   const search = query.toString()
   // Relative to /collections/sources/items, so it holds behind a path prefix.
   await reply.redirect(`../../map${search === '' ? '' : `?${search}`}`, 303)
 }
 
-function prefersHtml (accept: string | undefined): boolean {
-  if (accept === undefined) return false
-  const types = accept.split(',').map((part) => (part.split(';')[0] ?? '').trim().toLowerCase())
-  const html = types.indexOf('text/html')
-  const json = types.findIndex((t) => t === 'application/geo+json' || t === 'application/json')
-  return html !== -1 && (json === -1 || html < json)
+/**
+ * Whether the client prefers HTML to any JSON: by q-value, then by how specific, then by the
+ * order of its Accept header; JSON on a tie of wildcards (`*\/*`).
+ */
+function prefersHtml (request: FastifyRequest): boolean {
+  const accept = request.headers.accept
+  if (accept === undefined || accept.trim() === '') return false
+  return request.accepts().type([...JSON_TYPES, 'text/html']) === 'text/html'
 }
 
-function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesExtent>>) {
+function collectionDoc (base: string, extent: SourcesExtent) {
   return {
     id: 'sources',
     title: 'Sources',
@@ -90,8 +84,7 @@ function collectionDoc (base: string, extent: Awaited<ReturnType<typeof sourcesE
  * The parts, UTF-8 encoded into one buffer. Sent as a string, a page's text would be copied twice
  * more on V8's heap: joined into one string (for its byte length, Content-Length), then again
  * behind the response's header (Node's http sends a string body in one piece with its head).
- * A buffer lives outside the young generation that each copy fills: 85 KB of V8 heap per
- * 0.05° window request before, ~25 KB less after (bench/NOTES.md).
+ * A buffer lives outside the young generation that each copy fills.
  */
 function utf8Join (parts: readonly string[]): Buffer {
   let bytes = 0
@@ -133,7 +126,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   }, async (request) => {
     const base = baseOf(request)
     return {
-      collections: [collectionDoc(base, await sourcesExtent(app.db, scopeOf(request.account)))],
+      collections: [collectionDoc(base, await store.extent(request.account.scope))],
       links: [{ href: `${base}/collections`, rel: 'self', type: 'application/json' }]
     }
   })
@@ -141,7 +134,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
     schema: { summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
-  }, async (request) => collectionDoc(baseOf(request), await sourcesExtent(app.db, scopeOf(request.account))))
+  }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
     onRequest: [app.authenticate],
@@ -170,7 +163,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     }
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
-    const scope = scopeOf(account)
+    const scope = account.scope
     const base = baseOf(request)
     const self = new URL(request.url, base)
     const { filter, sort, limit } = parsed
@@ -180,10 +173,10 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     // chunk of a 10,000-feature page at a time, and no connection while the client reads. Chunks
     // are sized by bytes: STREAM_FIRST_ROWS first, then as many rows as make about
     // STREAM_CHUNK_BYTES at the size seen so far (at most ITEMS_ROWS_PER_QUERY), so a page of
-    // 500-vertex polygons holds ~128 KB at a time, as a page of small boxes does. Each chunk is
-    // copied a few times on its way (PostgreSQL's message, a string, the socket's buffer): 1 MB
-    // chunks cost +13 MB of peak RSS for one 10,000-feature page of 500-vertex polygons, 128 KB
-    // chunks +1 MB, for 28 % more time on such a page (bench/NOTES.md).
+    // 500-vertex polygons holds as little at a time as a page of small boxes. Each chunk is
+    // copied a few times on its way (PostgreSQL's message, a string, the socket's buffer), so
+    // larger chunks raise the peak memory of a big page more than they save time
+    // (docs/performance.md).
     const streamed = limit > rowsPerQuery
     async function * body (): AsyncGenerator<string> {
       yield '{"type":"FeatureCollection","features":['
@@ -221,7 +214,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
       yield `],${tail.slice(1)}`
     }
-    // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.repository.ts
+    // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.listing.ts
     // featureText) and spliced as text. A page that fits in one query is sent as one buffer (see
     // utf8Join); a larger one as a byte stream, which reads the next chunk only when the socket
     // has taken the last (objectMode would queue 16 chunks).
@@ -243,7 +236,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     }
   }, async (request, reply) => {
     negotiate(request)
-    const row = await store.find(request.params.id, scopeOf(request.account))
+    const row = await store.find(request.params.id, request.account.scope)
     if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.params.id}.`)
     const untyped: FastifyReply = reply
     return untyped.type(GEOJSON).send(featureJson(row))

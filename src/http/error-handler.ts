@@ -1,15 +1,14 @@
 // The one error handler: any error → { status, message, code, … } with the right status. Our
 // ApiErrors as they are; schema failures as 400 with pointers; a named constraint of sql/ as its
-// rule says (db/constraints.ts); a PostgreSQL data exception as 422; an unreachable database,
-// or a statement past its timeout, as 503; Fastify's own 4xx renamed to our codes; anything else
+// rule says, a PostgreSQL data exception as 422, an unreachable database or a statement past its
+// timeout as 503 (db/errors.ts classifies them); Fastify's own 4xx renamed to our codes; anything else
 // a 500 whose body cites the request id while the log has the error. Every 4xx is logged at info
 // with its code and account.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { STATUS_CODES, maxHeaderSize } from 'node:http'
 import type { Socket } from 'node:net'
 import { ApiError, type ErrorBody, type ErrorCode, ErrorStatus, summarise } from '../errors.js'
-import { isDatabaseUnavailable, isStatementTimeout, poolerHint } from '../db/availability.js'
-import { constraintRule } from '../db/constraints.js'
+import { classifyDbError, poolerHint } from '../db/errors.js'
 import { lingerBeforeClose } from './lingering-close.js'
 import { type ValidationIssue, validationDetails } from './validation.js'
 
@@ -76,22 +75,20 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
     const code: ErrorCode = (err.validationContext === 'body' ? config.bodyValidationCode : undefined) ?? 'VALIDATION_FAILED'
     return { status: 400, code, message: summarise(details), details }
   }
-  const rule = constraintRule(err)
-  if (rule !== undefined) return { status: ErrorStatus[rule.code], code: rule.code, message: rule.message }
-  const pgError = err as unknown as { code?: string, severity?: string }
-  if (pgError.severity !== undefined && pgError.code?.startsWith('22') === true) {
-    // A PostgreSQL data exception (class 22) on input that passed our checks: still the client's data.
+  const db = classifyDbError(err)
+  if (db?.kind === 'constraint') return { status: ErrorStatus[db.rule.code], code: db.rule.code, message: db.rule.message }
+  if (db?.kind === 'data') {
     request.log.warn({ err }, 'data exception from the database')
     return { status: 422, code: 'INVALID_DATA', message: 'The database rejected a value in the request as invalid.' }
   }
-  if (isStatementTimeout(err)) {
+  if (db?.kind === 'timeout') {
     // Not the client's error, nor a bug: the database was too slow for the time the service
     // gives a statement (overloaded, or this request is very large). Nothing was stored.
     request.log.error({ err }, 'statement timeout')
     headers['retry-after'] = DB_RETRY_AFTER_SECONDS
     return { status: 503, code: 'SERVICE_UNAVAILABLE', message: `The database did not finish this request in time, and nothing was stored; retry later, or send less at once (request ${request.id}).` }
   }
-  if (isDatabaseUnavailable(err)) {
+  if (db?.kind === 'unavailable') {
     request.log.error(logged(err), 'database unavailable')
     headers['retry-after'] = DB_RETRY_AFTER_SECONDS
     return { status: 503, code: 'SERVICE_UNAVAILABLE', message: `The database is unavailable; retry later (request ${request.id}).` }

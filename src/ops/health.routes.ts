@@ -2,12 +2,12 @@
 // not rate limited, for load balancers and orchestrators.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { sql } from 'kysely'
-import { ApiError, errorResponses } from './errors.js'
+import { ApiError, errorResponses } from '../errors.js'
+import type { HealthStore } from './health.store.js'
 
 const StatusSchema = Type.Object({ status: Type.Literal('ok') })
 
-const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthStore }> = async (app, { health }) => {
   app.get('/health', {
     config: { rateLimit: false },
     schema: { summary: 'Liveness', response: { 200: StatusSchema } }
@@ -18,7 +18,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: { summary: 'Readiness: the database answers', response: { 200: StatusSchema, ...errorResponses(503) } }
   }, async (request) => {
     try {
-      await sql`SELECT 1`.execute(app.db)
+      await health.ping()
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed')
       throw new ApiError('SERVICE_UNAVAILABLE', 'The database is not reachable.', { headers: { 'retry-after': '5' } })

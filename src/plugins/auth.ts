@@ -8,12 +8,19 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import type { AppConfig } from '../config.js'
-import type { Role } from '../db/database.js'
+import type { Role, Scope } from '../db/database.js'
 import { ApiError } from '../errors.js'
-import { type AccountStatus, findAccountStatus } from '../accounts/accounts.repository.js'
+import type { AccountStatus } from '../accounts/accounts.repository.js'
+import type { AccountStore } from '../accounts/accounts.store.js'
 
 export interface TokenClaims { sub: string, org: string, role: Role }
-export interface AuthenticatedAccount { id: string, organisation: string, role: Role }
+export interface AuthenticatedAccount {
+  id: string
+  organisation: string
+  role: Role
+  /** The sources it may see: its organisation's, or every organisation's for an admin. */
+  scope: Scope
+}
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -55,7 +62,7 @@ function unauthorized (message: string, tokenGiven: boolean): ApiError {
 const FAST_JWT_EXPIRED = 'FAST_JWT_EXPIRED'
 const GET_TOKEN = 'Obtain a new token with POST /token.'
 
-export default fp<{ config: AppConfig }>(async (app, { config }) => {
+export default fp<{ config: AppConfig, accounts: AccountStore }>(async (app, { config, accounts }) => {
   await app.register(fastifyJwt, {
     secret: config.JWT_SECRET,
     sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
@@ -78,7 +85,7 @@ export default fp<{ config: AppConfig }>(async (app, { config }) => {
   async function accountStatus (id: string): Promise<AccountStatus | false> {
     const cached = statusCache?.get(id)
     if (cached !== undefined) return cached
-    const status = (await findAccountStatus(app.db, id)) ?? false
+    const status = (await accounts.status(id)) ?? false
     statusCache?.set(id, status)
     return status
   }
@@ -107,7 +114,12 @@ export default fp<{ config: AppConfig }>(async (app, { config }) => {
     if (claims.iat < Math.floor(status.passwordChangedAt.getTime() / 1000)) throw unauthorized(`The token was issued before the password changed. ${GET_TOKEN}`, true)
     // Role and organisation are read from the account, not the token, so a change applies
     // within the cache TTL rather than only when the token expires.
-    request.account = { id: claims.sub, organisation: status.organisation, role: status.role }
+    request.account = {
+      id: claims.sub,
+      organisation: status.organisation,
+      role: status.role,
+      scope: status.role === 'admin' ? 'all' : { organisation: status.organisation }
+    }
   })
 
   app.decorate('requireRole', (...roles: Role[]) => async (request: FastifyRequest) => {
@@ -115,4 +127,4 @@ export default fp<{ config: AppConfig }>(async (app, { config }) => {
       throw new ApiError('FORBIDDEN', `Your role (${request.account.role}) may not do this; it needs one of: ${roles.join(', ')}.`)
     }
   })
-}, { name: 'auth', fastify: '5.x', dependencies: ['db'] })
+}, { name: 'auth', fastify: '5.x' })

@@ -1,6 +1,6 @@
 // Admission for large request bodies. A 1,000-feature collection is ~100 KB of JSON that becomes
-// tens of thousands of objects while it is checked and encoded; sixteen of them at once took
-// the service's memory more than twice as high (bench/NOTES.md), and PostgreSQL cannot insert more of them at a
+// tens of thousands of objects while it is checked and encoded; many of them at once multiply
+// the service's memory (docs/performance.md), and PostgreSQL cannot insert more of them at a
 // time than it has cores anyway. So at most LARGE_BODY_CONCURRENCY requests whose body is over
 // LARGE_BODY_BYTES (or of unknown length) are read and processed at once; the others wait, in
 // order, before their body is read (it stays in the socket), up to LARGE_BODY_QUEUE of them.

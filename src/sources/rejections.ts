@@ -4,8 +4,8 @@
 // window) with a JSON pointer per offending feature. And, for schema failures, which feature a
 // pointer is in.
 import { ApiError, type ErrorDetail, summarise } from '../errors.js'
-import { constraintRule } from '../db/constraints.js'
-import { type Db, type NewSource, diagnoseSources } from './sources.repository.js'
+import { classifyDbError } from '../db/errors.js'
+import type { NewSource, SourceDiagnosis } from './sources.repository.js'
 
 /** For a pointer into a FeatureCollection, the feature's index and client id, so errors name both. */
 export function featureOf (pointer: string, body: unknown): { feature_index?: number, feature_id?: string } {
@@ -18,14 +18,15 @@ export function featureOf (pointer: string, body: unknown): { feature_index?: nu
 }
 
 /**
- * `err` from inserting `sources` for `organisation`: an ApiError naming each offending feature
- * when a constraint of `sources` rejected them, otherwise `err` unchanged (the error handler's
- * constraint table and its 5xx are the backstop).
+ * `err` from inserting `sources`: an ApiError naming each offending feature when a constraint of
+ * `sources` rejected them (`diagnose` asks the database which), otherwise `err` unchanged (the
+ * error handler's constraint table and its 5xx are the backstop).
  */
-export async function explainRejection (db: Db, err: unknown, organisation: string, sources: NewSource[]): Promise<unknown> {
-  const rule = constraintRule(err)
-  if (rule === undefined || !rule.constraint.startsWith('sources_')) return err
-  const diagnoses = await diagnoseSources(db, organisation, sources)
+export async function explainRejection (err: unknown, sources: NewSource[], diagnose: (sources: NewSource[]) => Promise<SourceDiagnosis[]>): Promise<unknown> {
+  const db = classifyDbError(err)
+  if (db?.kind !== 'constraint' || !db.constraint.startsWith('sources_')) return err
+  const rule = db.rule
+  const diagnoses = await diagnose(sources)
   const featureIdOf = (i: number): string => sources[i]?.featureId as string
 
   if (rule.code === 'SOURCE_CONFLICT') {

@@ -1,5 +1,5 @@
 // A stored source as the GeoJSON Feature GET /sources/?id= and /collections/sources/items/{id}
-// return, as JSON text. Listings make the same Feature in PostgreSQL (sources.repository.ts
+// return, as JSON text. Listings make the same Feature in PostgreSQL (sources.listing.ts
 // featureText; test/sources/conflicts.test.ts compares the two).
 import { CONFLICTS_LISTED, type Conflict, type SourceRow } from './sources.repository.js'
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const LENGTH = 22
 
-/** `count` new ids, drawing random bytes in one call for all of them (bench/NOTES.md). */
+/** `count` new ids, drawing random bytes in one call for all of them (one call per id costs more). */
 export function newSourceIds (count: number): string[] {
   const ids: string[] = []
   let id = ''

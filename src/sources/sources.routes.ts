@@ -5,7 +5,6 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
-import type { AuthenticatedAccount } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
@@ -14,13 +13,9 @@ import {
   CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, SourceFeatureSchema, SourceQuerySchema,
   featureCollectionSchema, type CreateResponse, type DryRunResponse
 } from './sources.schema.js'
-import { type ConflictsById, type NewSource, type Scope, insertSourcesIf } from './sources.repository.js'
+import type { ConflictsById, NewSource } from './sources.repository.js'
 import { featureJson } from './source-feature.js'
 import type { SourceStore } from './sources.store.js'
-
-function scopeOf (account: AuthenticatedAccount): Scope {
-  return account.role === 'admin' ? 'all' : { organisation: account.organisation }
-}
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore }> = async (app, { config, store }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
@@ -51,7 +46,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
       if (dryRun || reject) {
         // In a transaction that commits only a real write without conflicts: dry runs and
         // rejected writes roll back, and what they read is what a commit would have recorded.
-        const outcome = await insertSourcesIf(app.db, insert, (found) => !dryRun && found.size === 0)
+        const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
         if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
         conflicts = outcome.conflicts
       } else {
@@ -59,7 +54,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
       }
     } catch (err) {
       if (err instanceof ApiError) throw err
-      throw await explainRejection(app.db, err, account.organisation, sources)
+      throw await explainRejection(err, sources, (s) => store.diagnose(account.organisation, s))
     }
     if (dryRun) {
       const each = featureConflicts(conflicts, sources)
@@ -87,7 +82,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
       response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
-    const row = await store.find(request.query.id, scopeOf(request.account))
+    const row = await store.find(request.query.id, request.account.scope)
     if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
     // A string is sent as it is; the typed reply wants the schema's object type, the plain
     // FastifyReply it extends takes any payload (featureJson above).
@@ -104,7 +99,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
       response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 429, 500, 503) }
     }
   }, async (request) => {
-    if (!await store.delete(request.query.id, scopeOf(request.account))) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
+    if (!await store.delete(request.query.id, request.account.scope)) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
     return { message: `Source ${request.query.id} deleted.` }
   })
 }

@@ -20,7 +20,8 @@ t.test('a placeholder hidden inside an expression is refused when compiling', as
 
 t.test('compileByShape: one compiled query per shape, the same SQL and parameters as building it each time', async (t) => {
   const { compileByShape, shapeOf } = await import('../../src/fast/compiled-query.js')
-  const { LIST_INPUT_SHAPE_KEYS, countedPageQuery, listPageQuery, searchBoxes } = await import('../../src/sources/sources.repository.js')
+  const { LIST_INPUT_SHAPE_KEYS, countedPageQuery, listPageQuery } = await import('../../src/sources/sources.listing.js')
+  const { searchBoxes } = await import('../../src/sources/search-box.js')
   const inputs = [
     { scope: { organisation: 'org-a' }, filter: { boxes: searchBoxes(1, 2, 3, 4) }, page: { sort: { field: 'id' as const, descending: false }, limit: 100 }, cap: 1000 },
     { scope: { organisation: 'org-b' }, filter: { boxes: searchBoxes(5, 6, 7, 8) }, page: { sort: { field: 'id' as const, descending: false }, limit: 7 }, cap: 1000 },

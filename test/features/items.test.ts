@@ -208,6 +208,9 @@ t.test('every bad value is a 400 naming its parameter, never a 500; limits clamp
   expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'text/csv' }), 406, 'NOT_ACCEPTABLE')
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/geo+json' })).statusCode, 200)
   t.equal((await get('/collections/sources/items?limit=1&f=json', { ...editorA.headers, accept: 'text/html;q=0.9, */*;q=0.1' })).statusCode, 200)
+  t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'text/html;q=0.1, application/json' })).statusCode, 200, 'JSON preferred by q-value is JSON')
+  expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'application/json;q=0, text/csv' }), 406, 'NOT_ACCEPTABLE')
+  t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/*;q=0.2' })).statusCode, 200, 'a type wildcard')
 })
 
 t.test('bbox: the bounding-box shortcut lets in nothing the exact test would not', async (t) => {

@@ -57,4 +57,12 @@ t.test('the landing page links the map; items asked for as HTML are sent to it w
   const gdal = await app.inject({ method: 'GET', url: '/collections/sources/items', headers: { accept: 'application/geo+json, application/json' } })
   t.equal(gdal.statusCode, 401, 'GeoJSON clients still need their token')
   t.equal((await app.inject({ method: 'GET', url: '/collections/sources/items?f=xml' })).statusCode, 401, 'an unknown f is checked after authentication')
+  // Every negotiation by q-value, then by the order of the header (@fastify/accepts).
+  const asked = async (accept: string) => (await app.inject({ method: 'GET', url: '/collections/sources/items', headers: { accept } })).statusCode
+  t.equal(await asked('text/html;q=0.1, application/json'), 401, 'JSON preferred by q-value: not sent to the map page')
+  t.equal(await asked('application/json;q=0.5, text/html'), 303, 'HTML preferred by q-value')
+  t.equal(await asked('application/json, text/html'), 401, 'a tie goes to the first the client names')
+  t.equal(await asked('text/html, application/json'), 303)
+  t.equal(await asked('*/*'), 401, 'a wildcard is JSON')
+  t.equal(await asked('text/html;q=0, */*'), 401, 'q=0 refuses HTML')
 })

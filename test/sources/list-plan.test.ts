@@ -6,7 +6,7 @@
 import t from 'tap'
 import { CompiledQuery, sql } from 'kysely'
 import { compileByShape, queryBuilder } from '../../src/fast/compiled-query.js'
-import { LIST_INPUT_SHAPE_KEYS, listPageQuery } from '../../src/sources/sources.repository.js'
+import { LIST_INPUT_SHAPE_KEYS, listPageQuery } from '../../src/sources/sources.listing.js'
 import { addAccount, build } from '../helper.js'
 
 const { db } = await build(t)
