@@ -23,7 +23,7 @@ migrate: build ## Apply pending sql/ migrations to DATABASE_URL (idempotent)
 	node dist/cli.js migrate
 
 # node itself, not npm start: a supervisor's SIGTERM then reaches the service (npm would be left
-# to forward it). The flags are npm start's (README "Performance").
+# to forward it). The flags are npm start's (docs/operations.md, "Running it").
 start: build ## Start the service (reads .env); SIGTERM drains and exits
 	exec node --max-semi-space-size=1 --heap-growing-percent=20 dist/main.cjs
 

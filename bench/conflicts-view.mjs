@@ -1,7 +1,7 @@
 // What one source's conflicts cost through the view source_conflicts (sql/007): 200,000 grid
 // boxes plus a dense region of 2,000 boxes where each overlaps 8 neighbours; the plan and the
 // mean time of SELECT * FROM source_conflicts WHERE source_id = $1 for a dense source and a
-// lone one. Usage: npm run build && node bench/conflicts-view.mjs (figures in bench/NOTES.md)
+// lone one. Usage: npm run build && node bench/conflicts-view.mjs (figures in docs/performance.md)
 import { benchDatabase } from '../bench/setup.mjs'
 const log = (m) => process.stderr.write(`[conflicts-view] ${m}\n`)
 const { db, seed, accountId } = await benchDatabase(log)

@@ -185,9 +185,9 @@ function pgbenchFile (name, script) {
   return file
 }
 // Raw SQL at its best: pgbench with CONNECTIONS clients (the issue's protocol) and with one
-// client per core, the ratio taken against the faster. On this 2-vCPU VM, 16 busy backends
-// thrash: 16 clients gave 930–1,014 tps where 2 gave 2,041–2,080 on the 0.05° window (NOTES),
-// and a ratio against the slower would credit the service with PostgreSQL's own contention.
+// client per core, the ratio taken against the faster. On a 2-vCPU VM, 16 busy backends thrash
+// and lose up to half of pgbench's throughput (docs/performance.md), and a ratio against the
+// slower would credit the service with PostgreSQL's own contention.
 function pgbench (file, clients = CONNECTIONS) {
   const r = spawnSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(2, clients)), '-T', String(DURATION), '-D', 'org=bench', '-D', 'lim=100', '-D', `cap=${CAP}`, '-f', file, url], { encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`pgbench ${file}: ${r.stderr}`)

@@ -1,4 +1,4 @@
-// What the PgBouncer choice costs (README "Several instances, Redis and PgBouncer"): the service
+// What the PgBouncer choice costs (docs/operations.md, "PgBouncer"): the service
 // straight to PostgreSQL with named prepared statements (DB_POOL_MODE=session, the default),
 // straight to PostgreSQL with unnamed statements (DB_POOL_MODE=transaction), and through
 // PgBouncer 1.18 in transaction mode (DB_POOL_MODE=transaction), on GET /sources/?id= over random
