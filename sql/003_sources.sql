@@ -2,14 +2,12 @@
 -- Every data rule lives here as a named constraint, so rows written with plain SQL get the same
 -- guarantees as rows written through the API; the service maps each constraint name to a status.
 
--- The acceptable window for periods. A function rather than a literal so the service can read it
--- for its messages; to change it, add a migration that replaces the function and re-validates
--- sources_period_in_window (DROP/ADD CONSTRAINT).
-CREATE FUNCTION sources_period_window() RETURNS tstzrange
-  LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  RETURN tstzrange('1900-01-01 00:00:00+00', '2100-01-01 00:00:00+00', '[)');
-
-COMMENT ON FUNCTION sources_period_window() IS 'Acceptable window for sources.period; outside it the API answers 422.';
+-- sources_period_in_window calls sources_period_window() (sql/functions/period_window.sql, applied
+-- before this file).
+--
+-- Released (003a0b0) with that function defined here too; a database that applied that text
+-- counts it as this one (the migrator rewrites its checksum):
+-- supersedes sha256:cc267977202e29e18f20b30e930c0b03915dfc23b6a3333da7a679e9a45e3e15
 
 CREATE TABLE sources (
   id           text        PRIMARY KEY

@@ -1,56 +1,10 @@
--- The area of a source as RFC 7946 defines its shape: edges are straight lines in longitude and
--- latitude, not great-circle arcs. ST_Area(geom::geography) reads every edge as an arc, so a band
--- from -170 to 10 longitude measured half the globe and the whole-world box could not be measured
--- at all (an antipodal edge). lonlat_area_m2 integrates the exact area on the WGS 84 ellipsoid
--- along the edges as they are drawn: it has no antipodal case and no failure for any valid polygon.
+-- The area of a source as RFC 7946 defines its shape (edges straight in longitude and latitude),
+-- on the WGS 84 ellipsoid: lonlat_area_m2 (sql/functions/area.sql, applied before this file),
+-- stored with every source.
 --
--- How: by Green's theorem the area of a region is the line integral of Z(lat) dlon around its
--- boundary, where Z(lat) is the area between the equator and the parallel at lat per radian of
--- longitude (the authalic zone area). Along a straight lon/lat edge lat varies linearly with lon,
--- so each edge contributes dlon times the mean of Z over its latitudes: exact for parallels and
--- meridians, and a Gauss-Legendre rule of 2, 3 or 5 points for slanted edges (chosen by the
--- edge's latitude span). Boxes are exact; an edge spanning 80° of latitude is within 2e-9.
-
-CREATE FUNCTION wgs84_zone_area(lat double precision) RETURNS double precision
-  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  -- a²(1-e²)/2 · (sin φ / (1 - e² sin² φ) + atanh(e sin φ) / e), WGS 84 a and e² (f = 1/298.257223563).
-  RETURN 6378137.0 ^ 2 * (1 - 0.0066943799901413165) / 2
-    * (sin(lat) / (1 - 0.0066943799901413165 * sin(lat) ^ 2)
-       + ln((1 + 0.08181919084262149 * sin(lat)) / (1 - 0.08181919084262149 * sin(lat))) / (2 * 0.08181919084262149));
-
-COMMENT ON FUNCTION wgs84_zone_area(double precision) IS
-  'Area in m² on the WGS 84 ellipsoid between the equator and the parallel at latitude lat (radians), per radian of longitude.';
-
-CREATE FUNCTION lonlat_area_m2(g geometry) RETURNS double precision
-  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  RETURN (
-    WITH points AS (
-      SELECT (d.path)[1] AS ring, (d.path)[2] AS n, radians(ST_X(d.geom)) AS lon, radians(ST_Y(d.geom)) AS lat
-      FROM ST_DumpPoints(g) AS d
-    ), edges AS (
-      SELECT ring, lead(lon) OVER w - lon AS dlon, lat AS lat1, lead(lat) OVER w - lat AS dlat
-      FROM points
-      WINDOW w AS (PARTITION BY ring ORDER BY n)
-    ), rings AS (
-      SELECT ring, abs(sum(dlon * CASE
-        WHEN dlat = 0 THEN wgs84_zone_area(lat1)
-        WHEN abs(dlat) < 0.01 THEN 0.5 * (wgs84_zone_area(lat1 + 0.21132486540518713 * dlat) + wgs84_zone_area(lat1 + 0.7886751345948129 * dlat))
-        WHEN abs(dlat) < 0.2 THEN 0.4444444444444444 * wgs84_zone_area(lat1 + 0.5 * dlat)
-          + 0.2777777777777778 * (wgs84_zone_area(lat1 + 0.1127016653792583 * dlat) + wgs84_zone_area(lat1 + 0.8872983346207417 * dlat))
-        ELSE 0.2844444444444444 * wgs84_zone_area(lat1 + 0.5 * dlat)
-          + 0.2393143352496833 * (wgs84_zone_area(lat1 + 0.2307653449471584 * dlat) + wgs84_zone_area(lat1 + 0.7692346550528416 * dlat))
-          + 0.1184634425280946 * (wgs84_zone_area(lat1 + 0.0469100770306680 * dlat) + wgs84_zone_area(lat1 + 0.9530899229693320 * dlat))
-        END)) AS area
-      FROM edges
-      WHERE dlon <> 0
-      GROUP BY ring
-    )
-    -- Ring 1 is the exterior; the others are holes inside it (ST_IsValid).
-    SELECT coalesce(sum(CASE WHEN ring = 1 THEN area ELSE -area END), 0) FROM rings
-  );
-
-COMMENT ON FUNCTION lonlat_area_m2(geometry) IS
-  'Area in m² on the WGS 84 ellipsoid of a lon/lat (EPSG:4326) polygon whose edges are straight in longitude/latitude, as RFC 7946 defines GeoJSON edges. Use it instead of ST_Area(geom::geography), which reads edges as great-circle arcs.';
+-- Released (003a0b0) with wgs84_zone_area and lonlat_area_m2 defined here too; a database that
+-- applied that text counts it as this one (the migrator rewrites its checksum):
+-- supersedes sha256:2000703d48e9a7c0aafe580c707120715d7845b5ae4d44bcd8f20399f2d0dc4f
 
 -- Stored, so reads and listings never recompute it; a table rewrite when this migration runs.
 ALTER TABLE sources ADD COLUMN area_m2 double precision GENERATED ALWAYS AS (lonlat_area_m2(geom)) STORED;

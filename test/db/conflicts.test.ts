@@ -1,4 +1,5 @@
-// Conflicts in the database (sql/007 to sql/012): the view source_conflicts holds every pair of
+// Conflicts in the database (the rule in sql/functions/conflict_rule.sql, the history of its
+// changes in sql/007 to sql/012): the view source_conflicts holds every pair of
 // sources whose periods overlap (half-open) and whose areas still intersect after each is shrunk
 // inward by sources_conflict_tolerance_m() (9 m), in both directions, across organisations, for
 // rows written with plain SQL; with the overlap's area, ratio and period. Kept by triggers.

@@ -4,9 +4,10 @@
 // concurrent POST+GET loops are all answered 201/200, on a database whose TimeZone is not UTC.
 // With DB_POOL_MODE=session the CLI says what to set.
 import t from 'tap'
-import { execFile, spawnSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { sql } from 'kysely'
+import { listMigrations } from '../../src/db/migrate.js'
 import { openDatabase } from '../../src/db/open.js'
 import { pgbouncerBinary, startPgBouncer } from '../../scripts/pgbouncer.mjs'
 import { adminQuery, backend, collection, createDatabase, feature, startService, targetConfig } from '../helper.js'
@@ -47,8 +48,7 @@ async function throughPgBouncer (): Promise<void> {
     const { db } = await openDatabase(targetConfig(direct.toString()), { poolMax: 1 })
     t.teardown(() => db.destroy())
     const rows = await sql<{ n: string }>`SELECT count(*) AS n FROM schema_migrations`.execute(db)
-    const files = spawnSync('ls', ['sql'], { encoding: 'utf8' }).stdout.split('\n').filter((f) => /^\d{3}_.*\.sql$/.test(f))
-    t.equal(Number(rows.rows[0]?.n), files.length, 'each file applied once')
+    t.equal(Number(rows.rows[0]?.n), (await listMigrations()).length, 'each file applied once')
     const locks = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'`.execute(db)
     t.equal(Number(locks.rows[0]?.n), 0, 'no advisory lock left behind on a pooled server connection')
   })

@@ -1,0 +1,136 @@
+// An upgraded database equals a new one. A database at an earlier schema (sql/ as git commit
+// 003a0b0, the last release, had it, or 481d120, applied as their migrator did), migrated
+// with today's sql/, must have the same schema as a new database migrated with today's sql/:
+// functions with their settings and bodies, triggers, views, tables, columns, constraints,
+// indexes, comments and extensions, read from the catalogs on both backends, and on the server
+// backend also pg_dump --schema-only (schema_migrations left out). The earlier files come from
+// git history, so no second copy of their function bodies lives in the repository; the test
+// needs a clone with that history (not a shallow one).
+import t, { type Test } from 'tap'
+import { createHash } from 'node:crypto'
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Kysely, sql } from 'kysely'
+import { listMigrations, migrate, SQL_DIR } from '../../src/db/migrate.js'
+import type { Database } from '../../src/db/database.js'
+import { backend, createDatabase, directDb } from '../helper.js'
+
+const LAST_RELEASE = '003a0b0'
+const REPO = join(SQL_DIR, '..')
+const PG_DUMP = '/usr/lib/postgresql/15/bin/pg_dump'
+
+/** sql/ as it was at a commit: its numbered files, in order, read from git. */
+function sqlAt (commit: string): Array<{ name: string, text: string }> {
+  const git = (...args: string[]) => execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 })
+  let names: string[]
+  try {
+    names = git('ls-tree', '--name-only', commit, 'sql/').split('\n').filter((p) => /^sql\/\d{3}_[a-z0-9_]+\.sql$/.test(p))
+  } catch (err) {
+    throw new Error(`this test reads sql/ as commit ${commit} had it from git history, which this clone lacks (git fetch --unshallow): ${(err as Error).message}`)
+  }
+  return names.sort().map((p) => ({ name: p.slice(4), text: git('show', `${commit}:${p}`) }))
+}
+
+/** What that release's migrator did: each file in a transaction of its own, recorded with its sha256. */
+async function applyAsReleased (db: Kysely<Database>, files: Array<{ name: string, text: string }>): Promise<void> {
+  await sql`CREATE TABLE schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`.execute(db)
+  await sql`COMMENT ON TABLE schema_migrations IS 'SQL files of sql/ applied to this database (make migrate).'`.execute(db)
+  for (const f of files) {
+    await db.transaction().execute(async (trx) => {
+      await sql.raw(f.text).execute(trx)
+      await trx.insertInto('schema_migrations').values({ name: f.name, checksum: createHash('sha256').update(f.text).digest('hex') }).execute()
+    })
+  }
+}
+
+// Objects of the public schema that no extension owns, each as one line, per kind.
+const OWN = (oid: string) => `NOT EXISTS (SELECT 1 FROM pg_depend AS e WHERE e.objid = ${oid} AND e.deptype = 'e')`
+const CATALOG: Record<string, string> = {
+  extensions: 'SELECT extname, extversion FROM pg_extension',
+  functions: `SELECT p.oid::regprocedure AS name, pg_get_functiondef(p.oid) AS def, obj_description(p.oid, 'pg_proc') AS comment
+    FROM pg_proc AS p WHERE p.pronamespace = 'public'::regnamespace AND ${OWN('p.oid')}`,
+  relations: `SELECT c.relname, c.relkind, obj_description(c.oid, 'pg_class') AS comment,
+      CASE c.relkind WHEN 'v' THEN pg_get_viewdef(c.oid) WHEN 'i' THEN pg_get_indexdef(c.oid) END AS def
+    FROM pg_class AS c LEFT JOIN pg_index AS i ON i.indexrelid = c.oid
+    WHERE c.relnamespace = 'public'::regnamespace AND ${OWN('coalesce(i.indrelid, c.oid)')}`,
+  // By position, not attnum: a dropped column leaves a gap in attnum that no schema shows.
+  columns: `SELECT c.relname, row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum) AS position, a.attname,
+      format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull, a.attgenerated, pg_get_expr(d.adbin, d.adrelid) AS "default",
+      col_description(c.oid, a.attnum) AS comment
+    FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+    WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p', 'f') AND a.attnum > 0 AND NOT a.attisdropped AND ${OWN('c.oid')}`,
+  constraints: `SELECT conrelid::regclass AS relation, conname, pg_get_constraintdef(oid) AS def, obj_description(oid, 'pg_constraint') AS comment
+    FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND ${OWN('conrelid')}`,
+  triggers: `SELECT tgrelid::regclass AS relation, tgname, pg_get_triggerdef(oid) AS def, obj_description(oid, 'pg_trigger') AS comment
+    FROM pg_trigger WHERE NOT tgisinternal`
+}
+
+type Schema = Record<string, string[]>
+
+async function schemaOf (db: Kysely<Database>): Promise<Schema> {
+  const schema: Schema = {}
+  for (const [kind, query] of Object.entries(CATALOG)) {
+    schema[kind] = (await sql.raw<Record<string, unknown>>(query).execute(db)).rows.map((r) => JSON.stringify(r)).sort()
+  }
+  return schema
+}
+
+/** pg_dump --schema-only without schema_migrations, cut into its entries, sorted. */
+function dumpOf (url: string): string[] {
+  const text = execFileSync(PG_DUMP, ['--schema-only', '--exclude-table=schema_migrations', `--dbname=${url}`], { encoding: 'utf8', maxBuffer: 1 << 26 })
+  // \restrict and \unrestrict carry a random key per dump (pg_dump 15.14 and later).
+  return text.replace(/^\\(un)?restrict .*$/gm, '').split(/\n(?=--\n-- Name: )/).map((s) => s.trim()).sort()
+}
+
+const canDump = backend === 'server' && existsSync(PG_DUMP)
+const today = await listMigrations()
+
+// A new database: the suite's template, which `migrate` made from an empty one (scripts/test.mjs).
+let fresh: { schema: Schema, dump?: string[] } | undefined
+t.test('a new database', async (t) => {
+  const target = await createDatabase(t)
+  const db = await directDb(t, target)
+  t.same((await migrate(db)).applied, [], 'migrated already')
+  fresh = { schema: await schemaOf(db), dump: canDump ? dumpOf(target) : undefined }
+  t.ok(fresh.schema.functions?.some((f) => f.includes('lonlat_conflict_overlap_m2')), 'has the conflict rule')
+})
+
+/** A database at `commit`'s sql/, upgraded with today's; `between` runs before the upgrade. */
+async function upgradeFrom (t: Test, commit: string, between: (db: Kysely<Database>) => Promise<void> = async () => {}) {
+  const target = await createDatabase(t, { empty: true })
+  const db = await directDb(t, target)
+  const files = sqlAt(commit)
+  await applyAsReleased(db, files)
+  await between(db)
+  const result = await migrate(db)
+  t.same(result.applied, today.filter((m) => m.repeatable || !files.some((f) => f.name === m.name)).map((m) => m.name),
+    'applies the numbered files it lacked and every repeatable file')
+  const recorded = await db.selectFrom('schema_migrations').select(['name', 'checksum']).execute()
+  t.same(new Map(recorded.map((r) => [r.name, r.checksum])), new Map(today.map((m) => [m.name, m.checksum])), 'records today\'s checksum of every file')
+  const schema = await schemaOf(db)
+  for (const kind of Object.keys(CATALOG)) t.same(schema[kind], fresh?.schema[kind], `${kind}: as on a new database`)
+  if (canDump) t.same(dumpOf(target), fresh?.dump, 'pg_dump --schema-only: as on a new database')
+  else t.comment(`pg_dump comparison: server backend only (${backend})`)
+  t.same((await migrate(db)).applied, [], 'a second run applies nothing')
+  return db
+}
+
+t.test(`a database at the last release (${LAST_RELEASE}) upgrades to the new schema`, async (t) => {
+  await upgradeFrom(t, LAST_RELEASE)
+})
+
+// Before the pairs were stored (481d120: sql/001 to 007, the rule decided by the view at every
+// read): today's sql/008 runs on it, after the repeatable files it needs, and fills the pairs.
+// Its functions differ from today's, so a repeatable file not applied on upgrade shows in the
+// schema here; at the last release the code is today's, and only the list of applied files shows it.
+t.test('a database from before the stored conflicts (481d120) upgrades too, its pairs filled', async (t) => {
+  const db = await upgradeFrom(t, '481d120', async (db) => {
+    await sql`INSERT INTO accounts (id, email, password_hash, role, organisation) VALUES ('00000000-0000-0000-0000-000000000001', 'a@example.org', 'scrypt$x', 'editor', 'org-a')`.execute(db)
+    await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES
+      ('src_0000000000000a', 'a', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10, 50, 10.01, 50.01, 4326), '[2024-01-01Z,2025-01-01Z)'),
+      ('src_0000000000000b', 'b', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10.005, 50, 10.015, 50.01, 4326), '[2024-06-01Z,2025-06-01Z)')`.execute(db)
+  })
+  const pairs = await sql<{ source_id: string, other_id: string }>`SELECT source_id, other_id FROM source_conflicts ORDER BY 1`.execute(db)
+  t.same(pairs.rows, [{ source_id: 'src_0000000000000a', other_id: 'src_0000000000000b' }, { source_id: 'src_0000000000000b', other_id: 'src_0000000000000a' }], 'the pair of the two overlapping sources, both ways')
+})
