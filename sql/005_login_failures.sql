@@ -1,7 +1,10 @@
 -- Failed logins, counted per (address, e-mail) pair, per address and per e-mail in fixed windows
--- (see README "Login limits"). In the database rather than in a process's memory, so a restart
+-- (docs/api.md, "Login limits"). In the database rather than in a process's memory, so a restart
 -- does not clear them, every instance sees the same counts, and ops can clear them
 -- (`account unlock`). Only failures are written; a successful login clears its own pair.
+-- Released (003a0b0) with only this comment different; a database that applied that text counts
+-- it as this one:
+-- supersedes sha256:252df20339d4f12f09b27f8bab6908295c487c0daf55688d2783d036cd011ed4
 CREATE TABLE login_failures (
   key        text        PRIMARY KEY,
   email      text,

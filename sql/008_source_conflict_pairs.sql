@@ -1,5 +1,5 @@
--- Conflicts, computed once at write time. The view of sql/007 decided the rule at every read:
--- about 0.85 ms per candidate (bench/NOTES.md), far too slow for GET /sources/?id= and listings.
+-- Conflicts, computed once at write time. The view of sql/007 decided the rule at every read, far
+-- too slow for GET /sources/?id= and listings (docs/performance.md).
 -- Here every conflicting pair is stored in source_conflict_pairs, both directions, kept by the
 -- triggers on sources (sql/functions/conflict_rule.sql, applied before this file), so a row
 -- inserted, updated or deleted with plain SQL is held to the same rule as one written through
@@ -35,7 +35,7 @@ COMMENT ON COLUMN source_conflict_settings.tolerance_m IS 'Metres each area is s
 
 -- 3. The pairs. One index, and no foreign keys: a pair is written in both directions and each
 --    row costs index entries and, with foreign keys, two lookups of sources; at ~10 partners per
---    new source that was most of the cost of a write (bench/NOTES.md). The rows exist only as
+--    new source that was most of the cost of a write. The rows exist only as
 --    the triggers write them: each unordered pair once per direction (by construction:
 --    a pair is found from the source that is new, or from the smaller id of two new ones), and
 --    gone with either source (the delete trigger, in the deleting transaction).

@@ -1,5 +1,4 @@
--- Conflict detection for less, the rule and its results unchanged (bench/NOTES.md, "Conflicts at
--- write time, cheaper"):
+-- Conflict detection for less, the rule and its results unchanged (docs/performance.md):
 -- 1. the overlap by clipping with the common part of the two bounding boxes when one area covers
 --    it, instead of GEOS's overlay (lonlat_fits_disk_bounds, lonlat_polygonal_overlay,
 --    lonlat_conflict_overlap_m2);
