@@ -68,7 +68,9 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? ''
     const allowed = methodsServed(path)
-    errorHandler(allowed.length > 0
+    // A method the path is served with that still lands here (a file @fastify/static does not
+    // have) is a 404, not a 405 whose Allow names the method asked.
+    errorHandler(allowed.length > 0 && !allowed.includes(request.method)
       ? new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not served on ${path}: use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } })
       : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })

@@ -20,7 +20,8 @@ const { fullFormats } = require('ajv-formats/dist/formats.js')
 
 const DOCUMENT_URL = '/openapi.json'
 // Files under these prefixes are served by @fastify/static, hidden from the document: they are
-// the map page's assets, not operations, and a file path may hold '/', which a path template cannot.
+// the map page's assets, not operations, and a file path may hold '/', which a path template
+// cannot. A file that is not there is the not-found handler's, checked like any unlisted path.
 const STATIC_PREFIXES = ['/map/static/', '/map/leaflet/']
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 // Marks the check's own request for the document, which is not itself checked.
@@ -46,7 +47,7 @@ function watch (fastify, report) {
     if (!fastify.hasDecorator('swagger')) return payload
     if (request.headers[OWN_REQUEST] !== undefined) return payload
     const path = request.url.split('?')[0] ?? ''
-    if (STATIC_PREFIXES.some((prefix) => path.startsWith(prefix))) return payload
+    if (STATIC_PREFIXES.some((prefix) => path.startsWith(prefix)) && reply.statusCode !== 404 && reply.statusCode !== 405) return payload
     // A client already gone (499 in the log, plugins/large-bodies.ts) receives nothing.
     if (reply.raw.closed || reply.raw.destroyed) return payload
     const document = await documentOf()
