@@ -4,13 +4,15 @@ import Fastify, { type FastifyBaseLogger } from 'fastify'
 import accepts from '@fastify/accepts'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
-import { ApiError } from './errors.js'
+import { ApiError, ErrorBodySchemas, errorResponses } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
+import { OPENAPI_MEDIA_TYPE, sentAs, swaggerOptions } from './http/openapi.js'
 import { fastSourceStore } from './fast/sources-store.js'
 import { plainSourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
@@ -69,17 +71,16 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? ''
     const allowed = methodsServed(path)
-    errorHandler(allowed.length > 0
+    // A method the path is served with that still lands here (a file @fastify/static does not
+    // have) is a 404, not a 405 whose Allow names the method asked.
+    errorHandler(allowed.length > 0 && !allowed.includes(request.method)
       ? new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not served on ${path}: use ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } })
       : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })
 
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'Source Registry', version: '1.0.0', description: 'Register areas (GeoJSON polygons) with a validity period.' },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
-    }
-  })
+  await app.register(swagger, swaggerOptions)
+  // Before the routes, which refer to them (errorResponses).
+  for (const schema of ErrorBodySchemas) app.addSchema(schema)
   // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
   // with no inline script or style, nosniff, frames denied. Images may also come from the
   // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
@@ -127,8 +128,18 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(sourcesRoutes, { config, store: sources })
   await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(mapRoutes, { config })
-  app.get('/openapi.json', { config: { rateLimit: false }, schema: { hide: true } }, async (_request, reply) =>
-    reply.type('application/vnd.oai.openapi+json;version=3.0').send(app.swagger()))
+  app.get('/openapi.json', {
+    config: { rateLimit: false },
+    schema: {
+      operationId: 'getOpenApi',
+      summary: 'This OpenAPI definition',
+      security: [],
+      response: {
+        200: sentAs(OPENAPI_MEDIA_TYPE, Type.Unsafe<ReturnType<typeof app.swagger>>(Type.Object({ openapi: Type.String(), info: Type.Object({}), paths: Type.Object({}) })), 'The OpenAPI 3.0 definition of this service.'),
+        ...errorResponses(500)
+      }
+    }
+  }, async (_request, reply) => reply.type(OPENAPI_MEDIA_TYPE).send(app.swagger()))
 
   return app
 }

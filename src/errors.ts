@@ -1,7 +1,9 @@
-// The error vocabulary: codes and their one code→status map, the error body's schema, ApiError.
+// The error vocabulary: codes and their one code→status map, the error body's schema (one per
+// status for the OpenAPI document, each with what it means and the headers it comes with), ApiError.
 // Every non-2xx body is { status, message, code } plus `details` (validation) or `request_id`
 // (5xx); http/error-handler.ts turns any error into one.
-import { type Static, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { type HeaderDoc, headerDoc as header } from './http/openapi.js'
 
 export const ErrorStatus = {
   BAD_REQUEST: 400,
@@ -17,9 +19,11 @@ export const ErrorStatus = {
   SOURCE_CONFLICT: 409,
   SOURCE_OVERLAP: 409,
   ACCOUNT_EXISTS: 409,
+  PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  RANGE_NOT_SATISFIABLE: 416,
   INVALID_PERIOD: 422,
   INVALID_GEOMETRY: 422,
   DUPLICATE_FEATURE: 422,
@@ -64,9 +68,76 @@ export const ErrorSchema = Type.Object({
 }, { $id: 'Error' })
 export type ErrorBody = Static<typeof ErrorSchema>
 
+export type ErrorHttpStatus = typeof ErrorStatus[ErrorCode]
+
+// What each status means for a client: the description of its response in the OpenAPI document.
+const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
+  400: 'The request is malformed, or a parameter or the body is invalid: `details` points at each problem (a JSON pointer into the body, or ?name for a query parameter).',
+  401: 'No token, or a token that is malformed, invalid or expired, or an account disabled since; POST /token gives a new one. Also wrong credentials at POST /token.',
+  403: 'The account\'s role may not do this.',
+  404: 'No such source in your scope, or no such path.',
+  405: 'The path is served, but not with this method: Allow lists the methods it takes.',
+  406: 'The Accept header asks for a media type this resource is not sent in.',
+  408: 'The request did not arrive in time.',
+  409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with.',
+  412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
+  413: 'The request body is over the size limit; the connection is closed after this answer.',
+  414: 'A path segment is longer than any id of this service.',
+  415: 'The request body\'s Content-Type is not one this operation reads.',
+  416: 'The Range asked for lies outside the file.',
+  422: 'The request is understood but its data is invalid (a period outside the acceptable window, an invalid polygon): `details` points at each problem.',
+  429: 'Too many requests, or too many failed logins: retry after Retry-After seconds.',
+  431: 'The request line and headers are too large.',
+  500: 'Unexpected server error; `request_id` identifies it in the service\'s log. Retry later with backoff.',
+  503: 'Temporarily unavailable (the database is unreachable or too slow, or the service is busy with large requests): retry after Retry-After seconds.'
+}
+
+const RETRY_AFTER = header('Seconds to wait before retrying.')
+// The headers an error of a status comes with (the error handler, auth.ts, rate-limit.ts).
+const ERROR_HEADERS: Partial<Record<ErrorHttpStatus, Record<string, HeaderDoc>>> = {
+  401: { 'WWW-Authenticate': header('Bearer realm="source-registry", with error="invalid_token" when a token was sent (RFC 6750).') },
+  405: { Allow: header('The methods the path is served with.') },
+  413: { Connection: header('close') },
+  429: {
+    'Retry-After': RETRY_AFTER,
+    'X-RateLimit-Limit': header('Requests allowed per window (the request rate limit; not sent for the login throttle).'),
+    'X-RateLimit-Remaining': header('Requests left in this window.'),
+    'X-RateLimit-Reset': header('Seconds until the window resets.')
+  },
+  503: { 'Retry-After': RETRY_AFTER }
+}
+
+// The statuses whose errors may point into the request.
+const WITH_DETAILS = new Set<number>([400, 409, 422])
+
+function errorBodySchema (status: ErrorHttpStatus) {
+  const codes = (Object.keys(ErrorStatus) as ErrorCode[]).filter((code) => ErrorStatus[code] === status)
+  // `status` and `code` as enums of a type, not `const`s: the serializer writes a const as it is
+  // whatever the value, an enum it writes as given, for the document to check.
+  return Type.Object({
+    status: Type.Unsafe<number>({ type: 'integer', enum: [status] }),
+    message: Type.String(),
+    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes }),
+    ...(WITH_DETAILS.has(status) ? { details: Type.Optional(Type.Array(ErrorDetailSchema)) } : {}),
+    ...(status >= 500 ? { request_id: Type.String({ description: 'The request\'s id (also X-Request-ID), as the log has it.' }) } : {})
+  }, { $id: `Error${status}`, additionalProperties: false })
+}
+
+/** One error body schema per status, named Error400 … Error503: app.ts adds them, the document lists each once. */
+export const ErrorBodySchemas: TSchema[] = [...new Set(Object.values(ErrorStatus))].map(errorBodySchema)
+
+/** The OpenAPI response of an error status: a reference to its body schema, its meaning and headers. */
+export function errorResponse (status: ErrorHttpStatus) {
+  return {
+    ...Type.Unsafe<ErrorBody>(Type.Ref(`Error${status}`)),
+    description: ERROR_MEANINGS[status],
+    ...(ERROR_HEADERS[status] !== undefined ? { headers: ERROR_HEADERS[status] } : {})
+  }
+}
+
 /** Response schemas for the given error statuses, for a route's `schema.response`. */
-export function errorResponses (...statuses: number[]): Record<number, typeof ErrorSchema> {
-  return Object.fromEntries(statuses.map((s) => [s, ErrorSchema]))
+export function errorResponses (...statuses: ErrorHttpStatus[]): Record<number, ReturnType<typeof errorResponse>> {
+  return Object.fromEntries(statuses.map((s) => [s, errorResponse(s)]))
 }
 
 export class ApiError extends Error {

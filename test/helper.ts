@@ -1,6 +1,8 @@
 // Test helpers: a database of its own per test file (a copy of the migrated template that
 // `npm test` prepares, on the embedded or the server backend), the app built against it with a
-// plain config, accounts and logins.
+// plain config, accounts and logins. And, for every test that imports it, each response of any
+// app it builds, and of any service it starts, held against the OpenAPI document that app serves
+// (openapi/response-check.cjs): a response outside it fails the test.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { type AddressInfo, createServer as createNetServer } from 'node:net'
@@ -8,9 +10,10 @@ import { createInterface } from 'node:readline'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { Kysely } from 'kysely'
 import pg from 'pg'
-import type { Test } from 'tap'
+import tap, { type Test } from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { ErrorSchema, type ErrorBody } from '../src/errors.js'
 import { buildApp, type App } from '../src/app.js'
@@ -19,8 +22,15 @@ import { openDatabase } from '../src/db/open.js'
 import type { Database, Role } from '../src/db/database.js'
 import { insertAccount } from '../src/accounts/accounts.repository.js'
 import { hashPassword } from '../src/accounts/passwords.js'
+import { SERVICE_MARK, checkResponses, describeViolation } from './openapi/response-check.cjs'
 
 type Tap = { teardown: (fn: () => unknown) => void }
+
+// Subscribed before any app exists: every Fastify instance this test file creates, through
+// build() or buildApp() itself. The failure is the file's, and names the operation, the status,
+// the URL and the request id.
+checkResponses({ report: (violation) => { tap.fail(describeViolation(violation)) } })
+const SERVICE_CHECK = fileURLToPath(new URL('./openapi/service-check.cjs', import.meta.url))
 
 /** Which backend this run tests: set by `npm test` (scripts/test.mjs). */
 export const backend: 'server' | 'embedded' = process.env.TEST_BACKEND === 'server' ? 'server' : 'embedded'
@@ -202,11 +212,6 @@ export interface RunningService {
   waitFor: (pattern: RegExp, ms?: number) => Promise<string>
 }
 
-/**
- * The service as ops start it, `node dist/main.cjs`, in a process of its own on a free port, on
- * a database made by createDatabase (`target`), killed on teardown. For what only a real socket
- * to a separate process shows: resets, timeouts, logs, signals.
- */
 /** A loopback port free right now (for a server a test starts). */
 export function freePort (): Promise<number> {
   return new Promise((resolve) => {
@@ -217,9 +222,15 @@ export function freePort (): Promise<number> {
   })
 }
 
-export async function startService (t: Tap, target: string, env: Record<string, string> = {}): Promise<RunningService> {
+/**
+ * The service as ops start it, `node dist/main.cjs`, in a process of its own on a free port, on
+ * a database made by createDatabase (`target`), killed on teardown. For what only a real socket
+ * to a separate process shows: resets, timeouts, logs, signals. Its responses are held against
+ * its OpenAPI document (a --require preload that writes a line per violation): `t` fails on each.
+ */
+export async function startService (t: Tap & { fail: (message: string) => unknown }, target: string, env: Record<string, string> = {}): Promise<RunningService> {
   const port = await freePort()
-  const child = spawn(process.execPath, ['dist/main.cjs'], {
+  const child = spawn(process.execPath, ['--require', SERVICE_CHECK, 'dist/main.cjs'], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',
@@ -235,6 +246,7 @@ export async function startService (t: Tap, target: string, env: Record<string, 
   const lines: string[] = []
   const waiters: Array<{ pattern: RegExp, resolve: (line: string) => void }> = []
   const onLine = (line: string): void => {
+    if (line.startsWith(SERVICE_MARK)) t.fail(describeViolation(JSON.parse(line.slice(SERVICE_MARK.length))))
     lines.push(line)
     for (const w of [...waiters]) {
       if (w.pattern.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line) }

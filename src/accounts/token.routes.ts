@@ -17,7 +17,7 @@ export const CredentialsSchema = Type.Object({
 export const TokenSchema = Type.Object({
   token: Type.String(),
   expires_in: Type.Integer({ description: 'Seconds until the token expires.' })
-})
+}, { description: 'A bearer token for "Authorization: Bearer <token>".' })
 
 const WRONG_CREDENTIALS = 'Wrong e-mail or password.'
 
@@ -32,9 +32,11 @@ const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config, accounts: Account
 
   app.post('/token', {
     schema: {
+      operationId: 'createToken',
       summary: 'Obtain a bearer token',
+      security: [],
       body: CredentialsSchema,
-      response: { 200: TokenSchema, ...errorResponses(400, 401, 413, 415, 429, 500, 503) }
+      response: { 200: TokenSchema, ...errorResponses(400, 401, 408, 413, 415, 429, 500, 503) }
     }
   }, async (request) => {
     const { email, password } = request.body

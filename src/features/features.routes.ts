@@ -12,12 +12,15 @@ import { featureJson } from '../sources/source-feature.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { SourceFeatureSchema } from '../sources/sources.schema.js'
+import { OPENAPI_MEDIA_TYPE, headerDoc, noBody, sentAs } from '../http/openapi.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
 import { parseItemsQuery } from './features.query.js'
-import { CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemsQuerySchema, LandingSchema, SOURCE_PROPERTIES_SCHEMA } from './features.schema.js'
+import {
+  CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
+  SOURCE_PROPERTIES_SCHEMA
+} from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
-const OPENAPI = 'application/vnd.oai.openapi+json;version=3.0'
 const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
@@ -100,7 +103,7 @@ const STREAM_CHUNK_BYTES = 128 * 1024
 
 const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { store, rowsPerQuery, countMax }) => {
   app.get('/', {
-    schema: { summary: 'OGC API landing page', tags: ['OGC API – Features'], response: { 200: LandingSchema } }
+    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: ['OGC API – Features'], security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -108,7 +111,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token).',
       links: [
         { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
-        { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI, title: 'The OpenAPI definition' },
+        { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI_MEDIA_TYPE, title: 'The OpenAPI definition' },
         { href: `${base}/conformance`, rel: 'conformance', type: 'application/json', title: 'Conformance classes' },
         { href: `${base}/collections`, rel: 'data', type: 'application/json', title: 'The collections' },
         { href: `${base}/map`, rel: 'service-doc', type: 'text/html', title: 'The map page: your sources on a map' }
@@ -117,12 +120,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   })
 
   app.get('/conformance', {
-    schema: { summary: 'Conformance classes', tags: ['OGC API – Features'], response: { 200: ConformanceSchema } }
+    schema: { operationId: 'getConformanceDeclaration', summary: 'Conformance classes', tags: ['OGC API – Features'], security: [], response: { 200: ConformanceSchema, ...errorResponses(429, 500) } }
   }, async () => ({ conformsTo: CONFORMANCE }))
 
   app.get('/collections', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The collections', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getCollections', summary: 'The collections', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -133,22 +136,33 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
 
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
     onRequest: [app.authenticate],
-    schema: { summary: 'JSON Schema of the properties of a source', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }] }
+    schema: {
+      operationId: 'getCollectionSchema',
+      summary: 'JSON Schema of the properties of a source',
+      tags: ['OGC API – Features'],
+      security: [{ bearerAuth: [] }],
+      response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
+    }
   }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
 
   app.get('/collections/sources/items', {
     onRequest: [toMapPage, app.authenticate],
     schema: {
+      operationId: 'getFeatures',
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
       tags: ['OGC API – Features'],
       security: [{ bearerAuth: [] }],
       querystring: ItemsQuerySchema,
-      response: { ...errorResponses(400, 401, 406, 429, 500, 503) }
+      response: {
+        200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.'),
+        303: noBody('Asked for as HTML (f=html, or an Accept that prefers text/html): the map page with the same query; no token needed.', { Location: headerDoc('The map page, relative: ../../map?<the query without f>.') }),
+        ...errorResponses(400, 401, 406, 429, 500, 503)
+      }
     }
   }, async (request, reply) => {
     negotiate(request)
@@ -228,11 +242,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   app.get('/collections/sources/items/:id', {
     onRequest: [app.authenticate],
     schema: {
+      operationId: 'getFeature',
       summary: 'One source (the same Feature as GET /sources/?id=)',
       tags: ['OGC API – Features'],
       security: [{ bearerAuth: [] }],
       params: ItemParamsSchema,
-      response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 406, 429, 500, 503) }
+      response: { 200: sentAs(GEOJSON, SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 406, 414, 429, 500, 503) }
     }
   }, async (request, reply) => {
     negotiate(request)

@@ -1,5 +1,6 @@
 // TypeBox schemas of the OGC API – Features documents: links, the landing page, conformance,
-// the collection, and the query parameters of the items (so the OpenAPI document names each).
+// the collection, a page of items, the properties' JSON Schema, and the query parameters of the
+// items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
 import { SourceFeatureSchema, SourceIdSchema } from '../sources/sources.schema.js'
 
@@ -8,10 +9,10 @@ export const LinkSchema = Type.Object({
   rel: Type.String(),
   type: Type.Optional(Type.String()),
   title: Type.Optional(Type.String())
-})
+}, { additionalProperties: false })
 
-export const LandingSchema = Type.Object({ title: Type.String(), description: Type.String(), links: Type.Array(LinkSchema) })
-export const ConformanceSchema = Type.Object({ conformsTo: Type.Array(Type.String()) })
+export const LandingSchema = Type.Object({ title: Type.String(), description: Type.String(), links: Type.Array(LinkSchema) }, { description: 'The landing page: links to the API definition, conformance, the collections and the map page.' })
+export const ConformanceSchema = Type.Object({ conformsTo: Type.Array(Type.String()) }, { description: 'The conformance classes the service implements.' })
 
 export const CollectionSchema = Type.Object({
   id: Type.String(),
@@ -24,8 +25,31 @@ export const CollectionSchema = Type.Object({
     temporal: Type.Object({ interval: Type.Array(Type.Array(Type.Union([Type.String(), Type.Null()]))), trs: Type.String() })
   }),
   links: Type.Array(LinkSchema)
-})
-export const CollectionsSchema = Type.Object({ collections: Type.Array(CollectionSchema), links: Type.Array(LinkSchema) })
+}, { description: 'The sources collection, its extent that of the sources in your scope.' })
+export const CollectionsSchema = Type.Object({ collections: Type.Array(CollectionSchema), links: Type.Array(LinkSchema) }, { description: 'The collections (one: sources).' })
+
+// Sent pre-serialised (the features spliced as PostgreSQL wrote them, as one buffer or a stream),
+// so closed: a field the text carries that is not here is a response outside the document.
+export const ItemsSchema = Type.Object({
+  type: Type.Literal('FeatureCollection'),
+  features: Type.Array(SourceFeatureSchema, { description: 'Each exactly as GET /sources/?id= sends it.' }),
+  links: Type.Array(LinkSchema, { description: 'self, and next (with a cursor) when there are more.' }),
+  numberReturned: Type.Integer({ minimum: 0 }),
+  numberMatched: Type.Optional(Type.Integer({ minimum: 0, description: 'On a first page (no cursor), when at most ITEMS_COUNT_MAX sources match.' })),
+  timeStamp: Type.String({ format: 'date-time', description: 'When the page was read.' })
+}, { additionalProperties: false })
+
+// $schema and $id are the other (string) members: named as properties, they would be read as
+// the schema's own $id by the reference resolver of @fastify/swagger.
+export const PropertiesSchemaSchema = Type.Object({
+  title: Type.String(),
+  type: Type.Literal('object'),
+  properties: Type.Record(Type.String(), Type.Object({
+    type: Type.String(),
+    format: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String())
+  }, { additionalProperties: false }))
+}, { additionalProperties: Type.String(), description: 'A JSON Schema (2020-12): $schema, $id, title, type, properties.' })
 
 const param = (description: string) => Type.Optional(Type.String({ description }))
 export const ItemsQuerySchema = Type.Object({
@@ -47,9 +71,9 @@ export const SOURCE_PROPERTIES_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'sources',
   title: 'sources',
-  type: 'object',
+  type: 'object' as const,
   properties: Object.fromEntries(Object.entries(SourceFeatureSchema.properties.properties.properties).map(([name, schema]) => {
-    const s = schema as { type?: string, description?: string, pattern?: string }
+    const s = schema as { type: string, description?: string, pattern?: string }
     return [name, { type: s.type, ...(s.pattern?.includes('T') === true ? { format: 'date-time' } : {}), ...(s.description ? { description: s.description } : {}) }]
   }))
 }

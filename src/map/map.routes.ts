@@ -7,8 +7,11 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import type { Config } from '../config.js'
+import { errorResponses } from '../errors.js'
+import { headerDoc, noBody, sentAs } from '../http/openapi.js'
 
 const PUBLIC_DIR = fileURLToPath(new URL('../../src/map/public/', import.meta.url))
 const LEAFLET_DIR = join(dirname(createRequire(import.meta.url).resolve('leaflet/package.json')), 'dist')
@@ -22,9 +25,35 @@ export function tileOrigin (tileUrl: string): string | undefined {
 }
 
 const mapRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
-  const page = { config: { rateLimit: false }, schema: { hide: true } } as const
-  app.get('/map', page, async (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', PUBLIC_DIR))
-  app.get('/map/config.json', page, async () => ({
+  const notLimited = { rateLimit: false }
+  const tags = ['Map page']
+  // Sent by @fastify/static, which also answers conditional and range requests.
+  const html = (description: string, headers?: Parameters<typeof sentAs>[3]) => sentAs('text/html', Type.String(), description, headers)
+  app.get('/map', {
+    config: notLimited,
+    schema: {
+      operationId: 'getMapPage',
+      summary: 'The map page (HTML): sign in, see your sources on a map',
+      tags,
+      security: [],
+      response: {
+        200: html('The page.'),
+        206: html('The byte range asked for (Range).', { 'Content-Range': headerDoc('The range sent, of the whole length.') }),
+        304: noBody('Not modified since the ETag or date given (If-None-Match, If-Modified-Since).'),
+        ...errorResponses(412, 416, 500)
+      }
+    }
+  }, async (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', PUBLIC_DIR))
+  app.get('/map/config.json', {
+    config: notLimited,
+    schema: {
+      operationId: 'getMapConfig',
+      summary: 'The map page\'s settings: its basemap',
+      tags,
+      security: [],
+      response: { 200: Type.Object({ tileUrl: Type.String(), attribution: Type.String() }, { description: 'The basemap\'s tile URL template (or none) and attribution.' }), ...errorResponses(500) }
+    }
+  }, async () => ({
     tileUrl: config.MAP_TILE_URL,
     attribution: config.MAP_TILE_ATTRIBUTION
   }))

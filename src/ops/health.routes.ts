@@ -5,17 +5,17 @@ import { Type } from '@sinclair/typebox'
 import { ApiError, errorResponses } from '../errors.js'
 import type { HealthStore } from './health.store.js'
 
-const StatusSchema = Type.Object({ status: Type.Literal('ok') })
+const StatusSchema = Type.Object({ status: Type.Literal('ok') }, { description: 'Up.' })
 
 const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthStore }> = async (app, { health }) => {
   app.get('/health', {
     config: { rateLimit: false },
-    schema: { summary: 'Liveness', response: { 200: StatusSchema } }
+    schema: { operationId: 'getHealth', summary: 'Liveness', security: [], response: { 200: StatusSchema, ...errorResponses(500) } }
   }, async () => ({ status: 'ok' as const }))
 
   app.get('/ready', {
     config: { rateLimit: false },
-    schema: { summary: 'Readiness: the database answers', response: { 200: StatusSchema, ...errorResponses(503) } }
+    schema: { operationId: 'getReadiness', summary: 'Readiness: the database answers', security: [], response: { 200: StatusSchema, ...errorResponses(500, 503) } }
   }, async (request) => {
     try {
       await health.ping()

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
+import { headerDoc, sentAs } from '../http/openapi.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
@@ -26,11 +27,17 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     ...app.largeBodies,
     schema: {
+      operationId: 'createSources',
       summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing); report, or with on_conflict=reject refuse, conflicts with registered sources',
       security: [{ bearerAuth: [] }],
+      consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
       body: featureCollectionSchema(config.MAX_FEATURES),
-      response: { 200: DryRunResponseSchema, 201: CreateResponseSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503) }
+      response: {
+        200: DryRunResponseSchema,
+        201: { ...CreateResponseSchema, headers: { Location: headerDoc('When one source was created: /sources/?id=<its id>.') } },
+        ...errorResponses(400, 401, 403, 408, 409, 413, 415, 422, 429, 500, 503)
+      }
     }
   }, async (request, reply) => {
     const checked = checkFeatureCollection(request.body)
@@ -76,10 +83,11 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
   app.get('/sources', {
     onRequest: [app.authenticate],
     schema: {
+      operationId: 'getSource',
       summary: 'Read one source as a GeoJSON Feature',
       security: [{ bearerAuth: [] }],
       querystring: SourceQuerySchema,
-      response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
+      response: { 200: sentAs('application/geo+json', SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const row = await store.find(request.query.id, request.account.scope)
@@ -93,10 +101,12 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
   app.delete('/sources', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {
+      operationId: 'deleteSource',
       summary: 'Delete one source',
       security: [{ bearerAuth: [] }],
       querystring: SourceQuerySchema,
-      response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 429, 500, 503) }
+      // A DELETE's body is read (and ignored) like a POST's, so it can be too large, of an unread type, or late.
+      response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 408, 413, 415, 429, 500, 503) }
     }
   }, async (request) => {
     if (!await store.delete(request.query.id, request.account.scope)) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)

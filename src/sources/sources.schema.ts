@@ -46,7 +46,7 @@ export const CreateResponseSchema = Type.Object({
   id: Type.Optional(SourceIdSchema),
   message: Type.String(),
   sources: Type.Array(CreatedSourceSchema, { description: 'In request order.' })
-})
+}, { description: 'Created: the sources\' ids (and `id` when there is one), each with the sources it conflicts with.' })
 export type CreateResponse = Static<typeof CreateResponseSchema>
 
 export const CreateQuerySchema = Type.Object({
@@ -63,7 +63,7 @@ export const DryRunResponseSchema = Type.Object({
     conflicts: Type.Array(ConflictWithSchema, { maxItems: 100, description: 'Largest overlap first; the first 100 when there are more (then conflicts_total).' }),
     conflicts_total: Type.Optional(Type.Integer({ minimum: 101 }))
   }), { description: 'What would be created, in request order (nothing was stored, so there are no ids).' })
-})
+}, { description: 'A dry run (dry_run=true): what would be created and its conflicts; nothing was stored.' })
 export type DryRunResponse = Static<typeof DryRunResponseSchema>
 
 export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
@@ -77,15 +77,17 @@ export const OverlapFields = {
 export const ConflictSchema = Type.Object({
   id: SourceIdSchema,
   ...OverlapFields
-}, { description: 'A conflicting source: only its id and the overlap are shown, whatever its organisation.' })
+}, { additionalProperties: false, description: 'A conflicting source: only its id and the overlap are shown, whatever its organisation.' })
 
+// Sent pre-serialised (source-feature.ts, and PostgreSQL's featureText for listings), so closed:
+// a field the text carries that is not here is a response outside the document.
 export const SourceFeatureSchema = Type.Object({
   type: Type.Literal('Feature'),
   id: SourceIdSchema,
   geometry: Type.Object({
     type: Type.Literal('Polygon'),
-    coordinates: Type.Array(Type.Array(Type.Array(Type.Number())))
-  }),
+    coordinates: Type.Array(Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 3 }), { minItems: 4 }), { minItems: 1 })
+  }, { additionalProperties: false }),
   properties: Type.Object({
     feature_id: FeatureIdSchema,
     start_at: UtcDateTimeSchema,
@@ -96,8 +98,8 @@ export const SourceFeatureSchema = Type.Object({
     conflict: Type.Boolean({ description: 'Whether another source (of any organisation) claims the same land for an overlapping period: periods overlap and the areas still intersect after each is shrunk inward by the conflict tolerance (9 m by default).' }),
     conflicts: Type.Array(ConflictSchema, { maxItems: 100, description: 'The conflicting sources, largest overlap first; the first 100 when there are more (then conflicts_total).' }),
     conflicts_total: Type.Optional(Type.Integer({ minimum: 101, description: 'Present when there are more than 100 conflicts: how many.' }))
-  })
-})
+  }, { additionalProperties: false })
+}, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946).' })
 export type SourceFeature = Static<typeof SourceFeatureSchema>
 
-export const DeleteResponseSchema = Type.Object({ message: Type.String() })
+export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })

@@ -1,12 +1,13 @@
 // App-level behaviour that needs no database (the db decorator is a stub that fails loudly):
 // health, OpenAPI, config validation, 404s and 405s, the generic 500 and rate limiting of unauthenticated calls.
+import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { Kysely, PostgresDialect } from 'kysely'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { bootstrap } from '../../src/bootstrap.js'
 import type { Database } from '../../src/db/database.js'
-import { expectError, testConfig } from '../helper.js'
+import { collection, expectError, feature, testConfig } from '../helper.js'
 
 // A Kysely whose every query fails as a bug would (not as an outage): nothing here may touch it.
 const stubDb = new Kysely<Database>({
@@ -64,10 +65,15 @@ t.test('an unexpected error is a generic 500 citing the request id, with no inte
   t.notMatch(login.body, /stub database|\.ts|\.js|at /)
 })
 
-// A database that answers every query with the given PostgreSQL error, shaped as pg raises it.
+// A database that answers every query with the given PostgreSQL error, shaped as pg raises it,
+// but authentication's look-up of the account, so that a request reaches its handler.
 function failingDb (fields: Record<string, string>): Kysely<Database> {
+  const account = { disabled: false, role: 'editor', organisation: 'org-a', password_changed_at: new Date(0) }
   const client = {
-    query: async () => { throw Object.assign(new Error(fields.message ?? 'error'), { severity: 'ERROR', ...fields }) },
+    query: async (sql: unknown) => {
+      if (typeof sql === 'string' && /^select .* from "accounts"/.test(sql)) return { command: 'SELECT', rowCount: 1, rows: [account] }
+      throw Object.assign(new Error(fields.message ?? 'error'), { severity: 'ERROR', ...fields })
+    },
     release: () => {}
   }
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect: async () => client, end: async () => {} } as never }) })
@@ -85,7 +91,10 @@ t.test('PostgreSQL errors that reach the handler: named constraints and data exc
   for (const [fields, status, code, message] of cases) {
     const app = await buildApp({ config: testConfig(), db: failingDb(fields) })
     t.teardown(() => app.close())
-    const body = expectError(t, await app.inject({ method: 'POST', url: '/token', payload: { email: 'a@b.c', password: 'whatever' } }), status, code)
+    // A write, where these errors can happen (and the document lists their statuses).
+    const token = app.signToken({ sub: randomUUID(), org: 'org-a', role: 'editor' }).token
+    const res = await app.inject({ method: 'POST', url: '/sources', headers: { authorization: `Bearer ${token}` }, payload: collection(feature('f-1')) })
+    const body = expectError(t, res, status, code)
     t.match(body.message, message, String(fields.code))
     t.notMatch(JSON.stringify(body), /relation|timestamp|administrator/, 'no database text reaches the client')
   }

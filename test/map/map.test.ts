@@ -22,6 +22,7 @@ t.test('the page, its script and Leaflet, with strict security headers', async (
     t.notMatch(src, /^(https?:)?\/\//, `${src}: relative, nothing from elsewhere`)
     t.equal((await app.inject({ method: 'GET', url: `/${src}` })).statusCode, 200, `${src} is served`)
   }
+  t.equal((await app.inject({ method: 'GET', url: '/map/static/no-such-file.css' })).statusCode, 404, 'a file that is not there: 404, not a 405 naming GET')
   const config = await app.inject({ method: 'GET', url: '/map/config.json' })
   t.same(config.json(), { tileUrl: 'none', attribution: '' })
 })

@@ -1,0 +1,137 @@
+// The served OpenAPI document itself: valid OpenAPI 3.0 by the specification's own JSON Schemas
+// (@seriousme/openapi-schema-validator), the version OGC's oas30 class on the conformance page
+// asks for; the seed's paths as the seed writes them; every operation with every status it can
+// answer (the table below) and each error status with its own body; and each operation's
+// `security` as the service enforces it, tried without a token. (Whether what the service
+// sends is what the document says is held by helper.ts on every response of the suite.)
+import t from 'tap'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { Kysely, PostgresDialect } from 'kysely'
+import { buildApp } from '../../src/app.js'
+import type { Database } from '../../src/db/database.js'
+import { testConfig } from '../helper.js'
+
+interface Operation {
+  operationId?: string
+  security?: unknown[]
+  parameters?: Array<{ name: string, in: string, required?: boolean, schema?: { pattern?: string } }>
+  requestBody?: { content: Record<string, unknown> }
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string, required?: string[] } }>, headers?: Record<string, unknown> }>
+}
+interface Document {
+  openapi: string
+  security?: unknown[]
+  paths: Record<string, Record<string, Operation>>
+  components: { schemas: Record<string, { properties: { status: { enum: number[] } } }>, securitySchemes: Record<string, unknown>, responses: Record<string, unknown> }
+}
+
+// Every status each operation can answer.
+const body = [408, 413, 415]
+const authenticated = [401, 429, 500, 503]
+const STATUSES: Record<string, number[]> = {
+  'GET /': [200, 429, 500],
+  'GET /conformance': [200, 429, 500],
+  'GET /collections': [200, ...authenticated],
+  'GET /collections/sources': [200, ...authenticated],
+  'GET /collections/sources/schema': [200, ...authenticated],
+  'GET /collections/sources/items': [200, 303, 400, 406, ...authenticated],
+  'GET /collections/sources/items/{id}': [200, 400, 404, 406, 414, ...authenticated],
+  'POST /token': [200, 400, 401, ...body, 429, 500, 503],
+  'POST /sources': [200, 201, 400, 403, 409, 422, ...body, ...authenticated],
+  'GET /sources/': [200, 400, 404, ...authenticated],
+  'DELETE /sources/': [200, 400, 403, 404, ...body, ...authenticated],
+  'GET /sources': [200, 400, 404, ...authenticated],
+  'DELETE /sources': [200, 400, 403, 404, ...body, ...authenticated],
+  'GET /health': [200, 500],
+  'GET /ready': [200, 500, 503],
+  'GET /openapi.json': [200, 500],
+  'GET /map': [200, 206, 304, 412, 416, 500],
+  'GET /map/config.json': [200, 500]
+}
+const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json']
+const SOURCE_ID = 'src_0123456789abcdefghij'
+
+const stubDb = new Kysely<Database>({
+  dialect: new PostgresDialect({ pool: { connect: async () => { throw new Error('stub database: not reachable') }, end: async () => {} } as never })
+})
+const app = await buildApp({ config: testConfig(), db: stubDb })
+t.teardown(() => app.close())
+const served = await app.inject({ method: 'GET', url: '/openapi.json' })
+const doc = served.json() as Document
+const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op] as const))
+
+t.test('valid OpenAPI 3.0.3, served as such; OGC\'s oas30 class declared', async (t) => {
+  const validator = new Validator()
+  const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>)
+  t.same(result, { valid: true }, JSON.stringify(result.errors))
+  t.equal(validator.version, '3.0')
+  t.equal(doc.openapi, '3.0.3')
+  t.match(served.headers['content-type'], /^application\/vnd\.oai\.openapi\+json; ?version="?3\.0"?/)
+  const conformance = (await app.inject({ method: 'GET', url: '/conformance' })).json() as { conformsTo: string[] }
+  t.ok(conformance.conformsTo.includes('http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'))
+})
+
+t.test('every operation, and every status it can answer', async (t) => {
+  const sorted = (statuses: number[]) => [...statuses].sort((a, b) => a - b)
+  t.same(Object.fromEntries(operations.map(([name, op]) => [name, sorted(Object.keys(op.responses).map(Number))])),
+    Object.fromEntries(Object.entries(STATUSES).map(([name, statuses]) => [name, sorted(statuses)])))
+  const ids = operations.map(([, op]) => op.operationId)
+  t.equal(new Set(ids).size, ids.length, 'an operationId each, none twice')
+  t.notOk(ids.includes(undefined))
+})
+
+t.test('each error status answers its own body: status, message, code, the pointers where they exist', async (t) => {
+  for (const [name, op] of operations) {
+    for (const [status, response] of Object.entries(op.responses)) {
+      if (Number(status) < 400) continue
+      t.same(Object.keys(response.content ?? {}), ['application/json'], `${name} ${status}`)
+      const ref = response.content?.['application/json']?.schema?.$ref
+      t.equal(ref, `#/components/schemas/Error${status}`, `${name} ${status}`)
+    }
+  }
+  for (const [name, schema] of Object.entries(doc.components.schemas).filter(([n]) => n.startsWith('Error'))) {
+    t.same(schema.properties.status.enum, [Number(name.slice(5))], name)
+    t.match(schema, { required: ['status', 'message', 'code'], additionalProperties: false }, name)
+  }
+  t.ok(doc.components.schemas.Error400?.properties && 'details' in doc.components.schemas.Error400.properties)
+  t.match(doc.components.schemas.Error500, { required: ['status', 'message', 'code', 'request_id'] })
+  t.match(doc.components.responses, { NotFound: {}, MethodNotAllowed: { headers: { Allow: {} } } })
+})
+
+t.test('the media types as sent; the items page with its links and counts', async (t) => {
+  const media = (name: string, status = '200') => Object.keys(operations.find(([n]) => n === name)?.[1].responses[status]?.content ?? {})
+  for (const name of ['GET /collections/sources/items', 'GET /collections/sources/items/{id}', 'GET /sources/', 'GET /sources']) t.same(media(name), ['application/geo+json'], name)
+  t.same(media('GET /collections/sources/schema'), ['application/schema+json'])
+  t.same(media('GET /map'), ['text/html'])
+  t.same(media('GET /openapi.json'), ['application/vnd.oai.openapi+json;version=3.0'])
+  t.same(media('POST /sources', '201'), ['application/json'])
+  t.same(media('GET /collections/sources/items', '303'), [], 'a redirect, no body')
+  const items = doc.paths['/collections/sources/items']?.get?.responses['200']?.content?.['application/geo+json']?.schema
+  t.match(items?.required, ['type', 'features', 'links', 'numberReturned', 'timeStamp'])
+  t.match(doc.paths['/sources']?.post?.requestBody?.content, { 'application/json': {}, 'application/geo+json': {} })
+})
+
+t.test('the seed\'s paths as it writes them: GET and DELETE /sources/?id=, POST /sources', async (t) => {
+  for (const method of ['get', 'delete']) {
+    for (const path of ['/sources/', '/sources']) {
+      const id = doc.paths[path]?.[method]?.parameters?.find((p) => p.name === 'id')
+      t.match(id, { in: 'query', required: true, schema: { pattern: /^\^src_/ } }, `${method} ${path}`)
+    }
+  }
+  t.ok(doc.paths['/sources']?.post)
+  t.ok(doc.paths['/token']?.post)
+})
+
+t.test('security as enforced: bearer everywhere but the public operations, which answer without a token', async (t) => {
+  t.same(doc.components.securitySchemes, { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } })
+  t.same(doc.security, [{ bearerAuth: [] }], 'bearer by default')
+  for (const [name, op] of operations) {
+    const isPublic = PUBLIC.includes(name)
+    t.same(op.security, isPublic ? [] : [{ bearerAuth: [] }], name)
+    const [method, path] = name.split(' ') as [string, string]
+    const url = path.replace('{id}', SOURCE_ID) + (path.startsWith('/sources') && method !== 'POST' ? `?id=${SOURCE_ID}` : '')
+    const res = await app.inject({ method: method as 'GET', url, ...(method === 'POST' ? { payload: {} } : {}) })
+    if (isPublic) t.not(res.statusCode, 401, `${name} without a token: ${res.statusCode}`)
+    else t.equal(res.statusCode, 401, `${name} without a token`)
+  }
+})
