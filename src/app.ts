@@ -19,9 +19,13 @@ import rateLimitPlugin from './plugins/rate-limit.js'
 import largeBodiesPlugin from './plugins/large-bodies.js'
 import securityHeaders from './plugins/security-headers.js'
 import { accountStore } from './accounts/accounts.store.js'
+import { apiKeyStore } from './accounts/api-keys.store.js'
+import { LoginThrottle } from './accounts/login-throttle.js'
 import { healthStore } from './ops/health.store.js'
 import healthRoutes from './ops/health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
+import oauthRoutes from './accounts/oauth.routes.js'
+import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
@@ -77,7 +81,18 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(swagger, {
     openapi: {
       info: { title: 'Source Registry', version: '1.0.0', description: 'Register areas (GeoJSON polygons) with a validity period.' },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token of POST /token (e-mail and password) or of POST /oauth/token.' },
+          apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'srk_ API key', description: 'An API key (POST /api-keys) as the bearer token: "Authorization: Bearer srk_…".' },
+          basicAuth: { type: 'http', scheme: 'basic', description: 'HTTP Basic with any user name and an API key (srk_…) as the password; never the account\'s password.' },
+          oauth2: {
+            type: 'oauth2',
+            description: 'OAuth2 client credentials: client_id is the API key\'s id, client_secret the key.',
+            flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { read: 'Read what the account may read', write: 'Everything the account may do' } } }
+          }
+        }
+      }
     }
   })
   // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
@@ -112,18 +127,29 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(accepts)
   // One store per resource: the routes and the auth plugin reach storage through these alone.
   const accounts = accountStore(db)
+  const apiKeys = apiKeyStore(db)
+  // Failed logins and wrong API keys, counted in the database (shared by every instance).
+  const throttle = new LoginThrottle(accounts.failures, {
+    pairMaxFailures: config.LOGIN_MAX_FAILURES,
+    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
+    emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
+    emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
+    windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
+  })
   // The plain path, or the same answers with batching and compiled queries (src/fast/).
   const sources = config.DB_FAST_PATH
     ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
     : plainSourceStore(db)
 
   await app.register(dbPlugin, { db })
-  await app.register(authPlugin, { config, accounts })
+  await app.register(authPlugin, { config, accounts, keys: apiKeys, throttle })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
 
   await app.register(healthRoutes, { health: healthStore(db) })
-  await app.register(tokenRoutes, { config, accounts })
+  await app.register(tokenRoutes, { accounts, throttle })
+  await app.register(oauthRoutes, { config })
+  await app.register(apiKeysRoutes, { config, keys: apiKeys })
   await app.register(sourcesRoutes, { config, store: sources })
   await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(mapRoutes, { config })

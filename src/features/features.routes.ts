@@ -8,6 +8,7 @@ import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
+import { SECURITY } from '../plugins/auth.js'
 import { featureJson } from '../sources/source-feature.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
@@ -105,7 +106,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     const base = baseOf(request)
     return {
       title: 'Source Registry',
-      description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token).',
+      description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token), or an API key (POST /api-keys) as a bearer token or as the password of HTTP Basic.',
       links: [
         { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
         { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI, title: 'The OpenAPI definition' },
@@ -122,7 +123,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
 
   app.get('/collections', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The collections', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { summary: 'The collections', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -133,12 +134,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
 
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
     onRequest: [app.authenticate],
-    schema: { summary: 'JSON Schema of the properties of a source', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }] }
+    schema: { summary: 'JSON Schema of the properties of a source', tags: ['OGC API – Features'], security: SECURITY }
   }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
 
   app.get('/collections/sources/items', {
@@ -146,14 +147,14 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     schema: {
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
       tags: ['OGC API – Features'],
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       querystring: ItemsQuerySchema,
       response: { ...errorResponses(400, 401, 406, 429, 500, 503) }
     }
   }, async (request, reply) => {
     negotiate(request)
     const account = request.account
-    const { parsed, details } = parseItemsQuery(request.query, account.role === 'admin')
+    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all')
     // What a cursor is bound to; hashed only when a cursor is read or written.
     const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
@@ -230,7 +231,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     schema: {
       summary: 'One source (the same Feature as GET /sources/?id=)',
       tags: ['OGC API – Features'],
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       params: ItemParamsSchema,
       response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 406, 429, 500, 503) }
     }

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
+import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
@@ -27,7 +28,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     ...app.largeBodies,
     schema: {
       summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing); report, or with on_conflict=reject refuse, conflicts with registered sources',
-      security: [{ bearerAuth: [] }],
+      security: WRITE_SECURITY,
       querystring: CreateQuerySchema,
       body: featureCollectionSchema(config.MAX_FEATURES),
       response: { 200: DryRunResponseSchema, 201: CreateResponseSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 422, 429, 500, 503) }
@@ -77,7 +78,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     onRequest: [app.authenticate],
     schema: {
       summary: 'Read one source as a GeoJSON Feature',
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       querystring: SourceQuerySchema,
       response: { 200: SourceFeatureSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
@@ -94,7 +95,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {
       summary: 'Delete one source',
-      security: [{ bearerAuth: [] }],
+      security: WRITE_SECURITY,
       querystring: SourceQuerySchema,
       response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 429, 500, 503) }
     }
