@@ -90,19 +90,19 @@ for (let round = 0; round < RUNS; round++) {
 
 const lines = [
   `API keys against the password's token: ${RUNS} interleaved rounds of ${DURATION} s, ${CONNECTIONS} connections, autocannon; load average ${load0.toFixed(1)} → ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`,
-  'req/s: median (min–max), ratio of medians to the JWT; CPU: the service\'s CPU time per request, median, and the JWT\'s over it (above 1: cheaper)',
+  'req/s: median (min–max), and the median of each round\'s ratio to the JWT run just before it (a pair shares the machine\'s conditions more than the medians do); CPU: the service\'s CPU time per request, median, and the JWT\'s over it (above 1: cheaper)',
   '',
   `| scenario | measure | ${auths.map(([how]) => how).join(' | ')} |`,
   `|---|---|${auths.map(() => '---').join('|')}|`
 ]
 for (const [name] of scenarios) {
   const of = (how) => results.get(`${name}|${how}`)
-  const jwtRps = median(of(auths[0][0]).map((r) => r.rps))
   const jwtCpu = median(of(auths[0][0]).map((r) => r.cpuUsPerRequest))
   lines.push(`| ${name} | req/s | ${auths.map(([how]) => {
     const rps = of(how).map((r) => r.rps)
     const m = median(rps)
-    return `${Math.round(m).toLocaleString('en')} (${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))})${how === auths[0][0] ? '' : `, ${(m / jwtRps).toFixed(2)}×`}`
+    const paired = median(of(how).map((r, round) => r.rps / of(auths[0][0])[round].rps))
+    return `${Math.round(m).toLocaleString('en')} (${Math.round(Math.min(...rps))}–${Math.round(Math.max(...rps))})${how === auths[0][0] ? '' : `, ${paired.toFixed(2)}×`}`
   }).join(' | ')} |`)
   lines.push(`| | CPU µs/req | ${auths.map(([how]) => {
     const m = median(of(how).map((r) => r.cpuUsPerRequest))

@@ -121,6 +121,8 @@ t.test('401 with WWW-Authenticate (Bearer and Basic) for every wrong key', async
   t.match(String(none.headers['www-authenticate']), /^Bearer realm="source-registry", Basic realm="source-registry"/)
   const fromScript = await app.inject({ method: 'GET', url: '/collections', headers: { 'sec-fetch-mode': 'cors' } })
   t.equal(fromScript.headers['www-authenticate'], 'Bearer realm="source-registry"', 'a browser\'s script is offered Bearer alone (no password dialog)')
+  const mapPage = await app.inject({ method: 'POST', url: '/token', headers: { 'x-requested-with': 'XMLHttpRequest' }, payload: { email: editor.account.email, password: 'wrong password!' } })
+  t.equal(mapPage.headers['www-authenticate'], 'Bearer realm="source-registry"', 'so is the map page, which says X-Requested-With')
   const wrongLogin = await app.inject({ method: 'POST', url: '/token', payload: { email: editor.account.email, password: 'wrong password!' } })
   t.match(String(wrongLogin.headers['www-authenticate']), /Bearer realm="source-registry", Basic realm=/, 'every 401 says so, POST /token\'s too')
 })

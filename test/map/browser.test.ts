@@ -181,8 +181,10 @@ async function inBrowser (executablePath: string): Promise<void> {
   })
 
   t.test('API keys: create one (shown once), it works in HTTP Basic; revoke it, it stops', async (t) => {
+    const listed = page.waitForResponse((r) => r.url().includes('/api-keys?account_id='))
     await page.click('#keys-open')
     await page.waitForSelector('#keys:not([hidden])')
+    t.equal((await listed).request().headers()['x-requested-with'], 'XMLHttpRequest', 'the page\'s requests say so: a 401 then offers no Basic dialog')
     await page.type('#key-name', 'browser key')
     await page.select('#key-scope', 'read')
     await page.click('#key-form button[type=submit]')

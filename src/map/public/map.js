@@ -63,7 +63,9 @@
     }
   }
   async function api (path, options = {}) {
-    const headers = Object.assign({}, options.headers)
+    // X-Requested-With: a 401 then offers no Basic challenge, which would open the browser's
+    // own password dialog over the page.
+    const headers = Object.assign({ 'x-requested-with': 'XMLHttpRequest' }, options.headers)
     if (session) headers.authorization = `Bearer ${session.token}`
     const res = await fetch(path, Object.assign({}, options, { headers }))
     let body = null
