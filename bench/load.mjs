@@ -17,7 +17,8 @@ import autocannon from 'autocannon'
 import { placedPolygon, placement } from './bodies.mjs'
 
 const s = JSON.parse(process.argv[2])
-const auth = s.token ? { authorization: `Bearer ${s.token}` } : {}
+// `authorization`: the header as given (an API key as Bearer or Basic: bench/keys.mjs); else the token.
+const auth = s.authorization !== undefined ? { authorization: s.authorization } : s.token ? { authorization: `Bearer ${s.token}` } : {}
 let counter = 0
 // Ids: either seeded by SQL as src_ + the row number (server backend), or listed in a file
 // (embedded backend, seeded through the API): GET picks among the first getRows, DELETE walks on

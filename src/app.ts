@@ -21,9 +21,13 @@ import rateLimitPlugin from './plugins/rate-limit.js'
 import largeBodiesPlugin from './plugins/large-bodies.js'
 import securityHeaders from './plugins/security-headers.js'
 import { accountStore } from './accounts/accounts.store.js'
+import { apiKeyStore } from './accounts/api-keys.store.js'
+import { LoginThrottle } from './accounts/login-throttle.js'
 import { healthStore } from './ops/health.store.js'
 import healthRoutes from './ops/health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
+import oauthRoutes from './accounts/oauth.routes.js'
+import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
@@ -113,18 +117,29 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(accepts)
   // One store per resource: the routes and the auth plugin reach storage through these alone.
   const accounts = accountStore(db)
+  const apiKeys = apiKeyStore(db)
+  // Failed logins and wrong API keys, counted in the database (shared by every instance).
+  const throttle = new LoginThrottle(accounts.failures, {
+    pairMaxFailures: config.LOGIN_MAX_FAILURES,
+    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
+    emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
+    emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
+    windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
+  })
   // The plain path, or the same answers with batching and compiled queries (src/fast/).
   const sources = config.DB_FAST_PATH
     ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
     : plainSourceStore(db)
 
   await app.register(dbPlugin, { db })
-  await app.register(authPlugin, { config, accounts })
+  await app.register(authPlugin, { config, accounts, keys: apiKeys, throttle })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
 
   await app.register(healthRoutes, { health: healthStore(db) })
-  await app.register(tokenRoutes, { config, accounts })
+  await app.register(tokenRoutes, { accounts, throttle })
+  await app.register(oauthRoutes, { config })
+  await app.register(apiKeysRoutes, { config, keys: apiKeys })
   await app.register(sourcesRoutes, { config, store: sources })
   await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(mapRoutes, { config })

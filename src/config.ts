@@ -32,7 +32,9 @@ export const ConfigSchema = Type.Object({
   JWT_ISSUER: Type.String({ default: 'source-registry', minLength: 1 }),
   JWT_AUDIENCE: Type.String({ default: 'source-registry', minLength: 1 }),
   TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800 }),
-  ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status is trusted without reading the database.' }),
+  ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status, and an API key\'s, is trusted without reading the database: a disabled account or a revoked key is refused on every instance within this time.' }),
+  API_KEY_MAX_PER_ACCOUNT: Type.Integer({ default: 50, minimum: 1, maximum: 10000, description: 'API keys in force (neither revoked nor expired) an account may hold; POST /api-keys beyond it is a 409.' }),
+  API_KEY_LAST_USED_INTERVAL_SECONDS: Type.Integer({ default: 60, minimum: 1, maximum: 86400, description: 'An API key\'s last use is written at most this often per key and instance (its last_used_at is that precise).' }),
 
   MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', pattern: '^(none|https?://[^/]+/.*)$', description: 'The map page\'s basemap tiles ({z}/{x}/{y}, optionally {s}); "none" for an offline page on a plain background with a graticule.' }),
   MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' }),

@@ -108,6 +108,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     JWT_AUDIENCE: 'source-registry',
     TOKEN_TTL_SECONDS: 3600,
     ACCOUNT_CACHE_TTL_SECONDS: 0,
+    API_KEY_MAX_PER_ACCOUNT: 50,
+    API_KEY_LAST_USED_INTERVAL_SECONDS: 60,
     CONFLICT_POLICY: 'record',
     CONFLICT_TOLERANCE_M: 9,
     MAX_FEATURES: 1000,

@@ -8,6 +8,9 @@
 // - An e-mail over LOGIN_EMAIL_SLOWDOWN_AFTER, from anywhere: every attempt for it is slowed,
 //   250 ms doubling per further failure up to LOGIN_EMAIL_MAX_DELAY_MS, but never refused, so a
 //   stranger cannot lock its owner out.
+// - A wrong API key (see api-key-auth.ts) names no e-mail: it counts against its address alone,
+//   the same address count as failed logins, so one address cannot spread its guesses over
+//   passwords and keys.
 import type { LoginFailureStore } from './accounts.store.js'
 import type { FailureCount, FailureKey } from './login-failures.repository.js'
 
@@ -22,6 +25,8 @@ export interface LoginLimits {
 export type LoginCheck =
   | { refused: true, retryAfterSeconds: number, limit: 'pair' | 'address' }
   | { refused: false, delayMs: number, pairFailures: number }
+
+export type AddressCheck = { refused: true, retryAfterSeconds: number } | { refused: false }
 
 const FIRST_DELAY_MS = 250
 
@@ -63,6 +68,24 @@ export class LoginThrottle {
     if (counts.get(keys.address.key) === this.limits.addressMaxFailures) reached.push('address')
     if (counts.get(keys.email.key) === this.limits.emailSlowdownAfter) reached.push('email')
     return reached
+  }
+
+  /** Whether an address is over LOGIN_ADDRESS_MAX_FAILURES (failed logins and failed keys together). */
+  async checkAddress (address: string): Promise<AddressCheck> {
+    const key = this.keys('', address).address
+    const count = (await this.failures.counts([key.key]))[0]
+    return count !== undefined && count.failures >= this.limits.addressMaxFailures
+      ? { refused: true, retryAfterSeconds: Math.max(1, count.retryAfterSeconds) }
+      : { refused: false }
+  }
+
+  /** Counts a failure of an address alone (a wrong API key); says whether the address is now over its limit. */
+  async failAddress (address: string): Promise<AddressCheck> {
+    const key = this.keys('', address).address
+    const count = (await this.failures.record([key], this.limits.windowSeconds))[0]
+    return count !== undefined && count.failures >= this.limits.addressMaxFailures
+      ? { refused: true, retryAfterSeconds: Math.max(1, count.retryAfterSeconds) }
+      : { refused: false }
   }
 
   /** A successful login forgets its own pair's failures (not the e-mail's: that would help a guesser). */

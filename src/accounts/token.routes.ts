@@ -2,10 +2,9 @@
 import { setTimeout } from 'node:timers/promises'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { Config } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
 import type { AccountStore } from './accounts.store.js'
-import { LoginThrottle } from './login-throttle.js'
+import type { LoginThrottle } from './login-throttle.js'
 import { dummyHash, verifyPassword } from './passwords.js'
 
 export const CredentialsSchema = Type.Object({
@@ -21,19 +20,12 @@ export const TokenSchema = Type.Object({
 
 const WRONG_CREDENTIALS = 'Wrong e-mail or password.'
 
-const tokenRoutes: FastifyPluginAsyncTypebox<{ config: Config, accounts: AccountStore }> = async (app, { config, accounts }) => {
-  const throttle = new LoginThrottle(accounts.failures, {
-    pairMaxFailures: config.LOGIN_MAX_FAILURES,
-    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
-    emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
-    emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
-    windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
-  })
-
+const tokenRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountStore, throttle: LoginThrottle }> = async (app, { accounts, throttle }) => {
   app.post('/token', {
     schema: {
       operationId: 'createToken',
-      summary: 'Obtain a bearer token',
+      summary: 'Obtain a bearer token with e-mail and password',
+      tags: ['Authentication'],
       security: [],
       body: CredentialsSchema,
       response: { 200: TokenSchema, ...errorResponses(400, 401, 408, 413, 415, 429, 500, 503) }

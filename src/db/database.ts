@@ -15,6 +15,22 @@ export interface AccountsTable {
   created_at: Generated<Date>
 }
 
+export const KEY_SCOPES = ['read', 'write'] as const
+export type KeyScope = typeof KEY_SCOPES[number]
+
+export interface ApiKeysTable {
+  id: string
+  account_id: string
+  name: string
+  scope: KeyScope
+  secret_sha256: Buffer
+  created_at: Generated<Date>
+  expires_at: Date | null
+  last_used_at: Date | null
+  revoked_at: Date | null
+  revoked_by: string | null
+}
+
 export interface SourcesTable {
   id: string
   feature_id: string
@@ -37,11 +53,13 @@ export interface MigrationsTable {
 
 export interface Database {
   accounts: AccountsTable
+  api_keys: ApiKeysTable
   sources: SourcesTable
   schema_migrations: MigrationsTable
 }
 
 export type Account = Selectable<AccountsTable>
+export type ApiKey = Selectable<ApiKeysTable>
 
 /** The database or a transaction: repository functions take either, first; the caller owns it. */
 export type Db = Kysely<Database> | Transaction<Database>

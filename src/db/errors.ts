@@ -20,7 +20,10 @@ export const CONSTRAINTS: Record<string, ConstraintRule> = {
   accounts_email_lower_key: { code: 'ACCOUNT_EXISTS', message: 'An account with this e-mail already exists.' },
   accounts_email_format: { code: 'VALIDATION_FAILED', message: 'The e-mail is not an e-mail address.' },
   accounts_organisation_not_blank: { code: 'VALIDATION_FAILED', message: 'The organisation must be 1 to 256 characters, not blank.' },
-  accounts_role_known: { code: 'VALIDATION_FAILED', message: 'The role must be admin, editor or viewer.' }
+  accounts_role_known: { code: 'VALIDATION_FAILED', message: 'The role must be admin, editor or viewer.' },
+  api_keys_name_not_blank: { code: 'VALIDATION_FAILED', message: 'The key\'s name must be 1 to 100 characters, not blank.' },
+  api_keys_scope_known: { code: 'VALIDATION_FAILED', message: 'The key\'s scope must be read or write.' },
+  api_keys_expires_after_created: { code: 'INVALID_EXPIRY', message: 'expires_at must be in the future.' }
 }
 
 export type DbErrorClass =

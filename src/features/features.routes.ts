@@ -8,6 +8,7 @@ import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
+import { SECURITY } from '../plugins/auth.js'
 import { featureJson } from '../sources/source-feature.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
@@ -108,7 +109,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     const base = baseOf(request)
     return {
       title: 'Source Registry',
-      description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token).',
+      description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token), or an API key (POST /api-keys) as a bearer token or as the password of HTTP Basic.',
       links: [
         { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
         { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI_MEDIA_TYPE, title: 'The OpenAPI definition' },
@@ -125,7 +126,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
 
   app.get('/collections', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'getCollections', summary: 'The collections', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getCollections', summary: 'The collections', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -136,7 +137,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
 
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: [{ bearerAuth: [] }], response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
@@ -145,7 +146,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       operationId: 'getCollectionSchema',
       summary: 'JSON Schema of the properties of a source',
       tags: ['OGC API – Features'],
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
     }
   }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
@@ -156,7 +157,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       operationId: 'getFeatures',
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
       tags: ['OGC API – Features'],
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       querystring: ItemsQuerySchema,
       response: {
         200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.'),
@@ -167,7 +168,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
   }, async (request, reply) => {
     negotiate(request)
     const account = request.account
-    const { parsed, details } = parseItemsQuery(request.query, account.role === 'admin')
+    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all')
     // What a cursor is bound to; hashed only when a cursor is read or written.
     const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
@@ -245,7 +246,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       operationId: 'getFeature',
       summary: 'One source (the same Feature as GET /sources/?id=)',
       tags: ['OGC API – Features'],
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       params: ItemParamsSchema,
       response: { 200: sentAs(GEOJSON, SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 406, 414, 429, 500, 503) }
     }

@@ -9,6 +9,7 @@ import { STATUS_CODES, maxHeaderSize } from 'node:http'
 import type { Socket } from 'node:net'
 import { ApiError, type ErrorBody, type ErrorCode, ErrorStatus, summarise } from '../errors.js'
 import { classifyDbError, poolerHint } from '../db/errors.js'
+import { challenge } from './challenge.js'
 import { lingerBeforeClose } from './lingering-close.js'
 import { type ValidationIssue, validationDetails } from './validation.js'
 
@@ -117,7 +118,7 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
   } else {
     body.request_id = String(request.id)
   }
-  if (body.status === 401) headers['www-authenticate'] ??= 'Bearer'
+  if (body.status === 401) headers['www-authenticate'] ??= challenge(request)
   void reply.code(body.status).headers(headers).type('application/json; charset=utf-8').send(body)
 }
 

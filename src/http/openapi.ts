@@ -69,7 +69,16 @@ export const swaggerOptions = {
     info: { title: 'Source Registry', version: '1.0.0', description: DESCRIPTION },
     security: [{ bearerAuth: [] }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http' as const, scheme: 'bearer', bearerFormat: 'JWT' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http' as const, scheme: 'bearer', bearerFormat: 'JWT', description: 'A token of POST /token (e-mail and password) or of POST /oauth/token.' },
+        apiKey: { type: 'http' as const, scheme: 'bearer', bearerFormat: 'srk_ API key', description: 'An API key (POST /api-keys) as the bearer token: "Authorization: Bearer srk_…".' },
+        basicAuth: { type: 'http' as const, scheme: 'basic', description: 'HTTP Basic with any user name and an API key (srk_…) as the password; never the account\'s password.' },
+        oauth2: {
+          type: 'oauth2' as const,
+          description: 'OAuth2 client credentials: client_id is the API key\'s id, client_secret the key.',
+          flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { read: 'Read what the account may read', write: 'Everything the account may do' } } }
+        }
+      },
       responses: {
         NotFound: {
           description: 'No such path (any method).',

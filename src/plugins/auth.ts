@@ -1,25 +1,51 @@
 // Authentication as decorators routes opt into: `onRequest: [app.authenticate, app.requireRole(…)]`.
-// Tokens are HS256 JWTs (algorithm pinned, exp/iat/iss/aud/sub required). The account's current
-// status (disabled, role, password change) comes from a short-lived in-process cache, so a
-// disabled account's tokens stop working within ACCOUNT_CACHE_TTL_SECONDS without a database
-// round trip on every request.
+// A request authenticates with one of:
+// - a token of POST /token: an HS256 JWT (algorithm pinned, exp/iat/iss/aud/sub required), as
+//   "Authorization: Bearer <token>";
+// - an API key (`srk_…`, accounts/api-key-format.ts) as "Bearer srk_…", or as the password of HTTP
+//   Basic (any user name): what GIS clients' Basic authentication sends. An account's password is
+//   never taken in Basic: it is for POST /token alone, where the login throttle watches it;
+// - a token of POST /oauth/token (OAuth2 client credentials): a JWT like the first, carrying the
+//   key's id (client_id) and scope, and checked against the key on every use, so it stops
+//   working when the key is revoked or expires.
+// The account's current status (disabled, role, password change) and a key's row come from
+// short-lived in-process caches, so a disabled account or a revoked key stops working within
+// ACCOUNT_CACHE_TTL_SECONDS on every instance, without a database round trip per request.
+// A `read` key acts as its account capped at viewer (reads only, in the account's own reach);
+// a `write` key keeps the account's role.
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import type { AppConfig } from '../config.js'
-import type { Role, Scope } from '../db/database.js'
+import type { KeyScope, Role, Scope } from '../db/database.js'
 import { ApiError } from '../errors.js'
+import { challenge } from '../http/challenge.js'
 import type { AccountStatus } from '../accounts/accounts.repository.js'
 import type { AccountStore } from '../accounts/accounts.store.js'
+import { ApiKeyAuthenticator, type KeyCheck } from '../accounts/api-key-auth.js'
+import type { ApiKeyStore } from '../accounts/api-keys.store.js'
+import { looksLikeKey } from '../accounts/api-key-format.js'
+import type { LoginThrottle } from '../accounts/login-throttle.js'
 
-export interface TokenClaims { sub: string, org: string, role: Role }
+export interface TokenClaims {
+  sub: string
+  org: string
+  role: Role
+  /** OAuth2 tokens: the API key they were issued for (RFC 9068's claim name). */
+  client_id?: string
+  /** OAuth2 tokens: what they may do, at most the key's scope. */
+  scope?: KeyScope
+}
 export interface AuthenticatedAccount {
   id: string
   organisation: string
+  /** The role this request acts with: the account's, capped at viewer for a `read` key. */
   role: Role
   /** The sources it may see: its organisation's, or every organisation's for an admin. */
   scope: Scope
+  /** The API key the request came with (itself, or through an OAuth2 token); undefined for a password's token. */
+  key?: { id: string, scope: KeyScope, expiresAt: Date | null }
 }
 
 declare module '@fastify/jwt' {
@@ -33,36 +59,73 @@ declare module 'fastify' {
   interface FastifyInstance {
     authenticate: onRequestAsyncHookHandler
     requireRole: (...roles: Role[]) => onRequestAsyncHookHandler
-    signToken: (claims: TokenClaims) => { token: string, expires_in: number }
+    /** 403 for a request made with an API key or a token obtained with one. */
+    requirePassword: onRequestAsyncHookHandler
+    signToken: (claims: TokenClaims, ttlSeconds?: number) => { token: string, expires_in: number }
+    /** Sets request.account from an API key (POST /oauth/token's client secret); answers why not. */
+    signInWithKey: (request: FastifyRequest, key: string) => Promise<KeyRefusal | undefined>
+    apiKeys: ApiKeyAuthenticator
   }
   interface FastifyRequest {
     account: AuthenticatedAccount
   }
 }
 
-const REALM = 'Bearer realm="source-registry"'
+export type KeyRefusal =
+  | { reason: 'invalid' | 'revoked' | 'expired' | 'disabled', message: string }
+  | { reason: 'throttled', message: string, retryAfterSeconds: number }
+
+/** OpenAPI `security` of a route any credential opens; `write` for one a `read` key may not use. */
+export const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['read'] }]
+export const WRITE_SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['write'] }]
+
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/
+const BEARER = /^\s*Bearer\s+(\S+)\s*$/i
+const BASIC = /^\s*Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i
 
-/** "Bearer <t>" (scheme case-insensitive), or a bare token as the specification's tables show it. */
-export function extractToken (header: string | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const m = /^\s*Bearer\s+(\S+)\s*$/i.exec(header)
-  if (m !== null) return m[1]
+type Credential =
+  | { kind: 'missing' }
+  | { kind: 'malformed' }
+  | { kind: 'jwt', token: string }
+  | { kind: 'key', key: string, scheme: 'bearer' | 'basic' }
+  /** HTTP Basic whose password is not an API key. */
+  | { kind: 'password' }
+
+/**
+ * What an Authorization header carries: "Bearer <t>" (scheme case-insensitive), a bare token as
+ * the specification's tables show it, or "Basic base64(user:password)".
+ */
+function readCredential (header: string | undefined): Credential {
+  if (header === undefined || header.trim() === '') return { kind: 'missing' }
+  const bearer = BEARER.exec(header)?.[1]
+  if (bearer !== undefined) return looksLikeKey(bearer) ? { kind: 'key', key: bearer, scheme: 'bearer' } : { kind: 'jwt', token: bearer }
+  const basic = BASIC.exec(header)?.[1]
+  if (basic !== undefined) {
+    const pair = Buffer.from(basic, 'base64').toString('utf8')
+    const colon = pair.indexOf(':')
+    if (colon < 0) return { kind: 'malformed' }
+    const password = pair.slice(colon + 1)
+    return looksLikeKey(password) ? { kind: 'key', key: password, scheme: 'basic' } : { kind: 'password' }
+  }
   const bare = header.trim()
-  return JWT_SHAPE.test(bare) ? bare : undefined
-}
-
-function unauthorized (message: string, tokenGiven: boolean): ApiError {
-  return new ApiError('UNAUTHORIZED', message, {
-    headers: { 'www-authenticate': tokenGiven ? `${REALM}, error="invalid_token"` : REALM }
-  })
+  if (JWT_SHAPE.test(bare)) return { kind: 'jwt', token: bare }
+  if (looksLikeKey(bare) && !/\s/.test(bare)) return { kind: 'key', key: bare, scheme: 'bearer' }
+  return { kind: 'malformed' }
 }
 
 // fast-jwt's TokenError.codes.expired (app.jwt.verify throws fast-jwt's errors as they are).
 const FAST_JWT_EXPIRED = 'FAST_JWT_EXPIRED'
 const GET_TOKEN = 'Obtain a new token with POST /token.'
+const NEW_KEY = 'Create a new key with POST /api-keys (or on the map page).'
 
-export default fp<{ config: AppConfig, accounts: AccountStore }>(async (app, { config, accounts }) => {
+function keyRefusal (check: Exclude<KeyCheck, { ok: true }>, viaToken: boolean): string {
+  const what = viaToken ? 'The API key this token was issued for' : 'The API key'
+  if (check.reason === 'revoked') return `${what} has been revoked. ${NEW_KEY}`
+  if (check.reason === 'expired') return `${what} expired at ${check.key.expiresAt?.toISOString() ?? '?'}. ${NEW_KEY}`
+  return viaToken ? `${what} no longer exists. ${NEW_KEY}` : `The API key is not valid: send it whole, as "Bearer srk_…" or as the password of HTTP Basic. ${NEW_KEY}`
+}
+
+export default fp<{ config: AppConfig, accounts: AccountStore, keys: ApiKeyStore, throttle: LoginThrottle }>(async (app, { config, accounts, keys, throttle }) => {
   await app.register(fastifyJwt, {
     secret: config.JWT_SECRET,
     sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },
@@ -90,41 +153,113 @@ export default fp<{ config: AppConfig, accounts: AccountStore }>(async (app, { c
     return status
   }
 
+  const apiKeys = new ApiKeyAuthenticator(keys, throttle, {
+    cacheTtlSeconds: config.ACCOUNT_CACHE_TTL_SECONDS,
+    lastUsedIntervalSeconds: config.API_KEY_LAST_USED_INTERVAL_SECONDS,
+    log: app.log
+  })
+  app.decorate('apiKeys', apiKeys)
+  // Last-use writes still under way finish before the database closes.
+  app.addHook('preClose', async () => { await apiKeys.flush() })
+
   app.decorateRequest('account', null as unknown as AuthenticatedAccount)
 
-  app.decorate('signToken', (claims: TokenClaims) => ({
-    token: app.jwt.sign({ sub: claims.sub, org: claims.org, role: claims.role }),
-    expires_in: config.TOKEN_TTL_SECONDS
-  }))
-
-  app.decorate('authenticate', async (request: FastifyRequest, _reply: FastifyReply) => {
-    const header = request.headers.authorization
-    if (header === undefined || header.trim() === '') throw unauthorized(`Missing Authorization header: send "Authorization: Bearer <token>". ${GET_TOKEN}`, false)
-    const token = extractToken(header)
-    if (token === undefined) throw unauthorized(`Malformed Authorization header: expected "Bearer <token>". ${GET_TOKEN}`, true)
-    let claims: FastifyRequest['user']
-    try {
-      claims = app.jwt.verify<FastifyRequest['user']>(token)
-    } catch (err) {
-      if ((err as { code?: string }).code === FAST_JWT_EXPIRED) throw unauthorized(`The token has expired. ${GET_TOKEN}`, true)
-      throw unauthorized(`The token is invalid. ${GET_TOKEN}`, true)
+  app.decorate('signToken', (claims: TokenClaims, ttlSeconds?: number) => {
+    const payload: TokenClaims = { sub: claims.sub, org: claims.org, role: claims.role }
+    if (claims.client_id !== undefined) Object.assign(payload, { client_id: claims.client_id, scope: claims.scope })
+    const shorter = ttlSeconds !== undefined && ttlSeconds < config.TOKEN_TTL_SECONDS
+    return {
+      token: shorter ? app.jwt.sign(payload, { expiresIn: ttlSeconds }) : app.jwt.sign(payload),
+      expires_in: shorter ? ttlSeconds : config.TOKEN_TTL_SECONDS
     }
-    const status = await accountStatus(claims.sub)
-    if (status === false || status.disabled) throw unauthorized(`The account is disabled or no longer exists. ${GET_TOKEN}`, true)
-    if (claims.iat < Math.floor(status.passwordChangedAt.getTime() / 1000)) throw unauthorized(`The token was issued before the password changed. ${GET_TOKEN}`, true)
+  })
+
+  const unauthorized = (request: FastifyRequest, message: string, invalidToken: boolean): ApiError =>
+    new ApiError('UNAUTHORIZED', message, { headers: { 'www-authenticate': challenge(request, { invalidToken }) } })
+
+  /**
+   * Sets request.account: the account behind a credential, as it is now; `key` caps its role.
+   * Answers why not when the account is disabled, gone, or changed its password since `issuedAt`.
+   */
+  async function signIn (request: FastifyRequest, accountId: string, key: AuthenticatedAccount['key'], issuedAt?: number): Promise<string | undefined> {
+    const status = await accountStatus(accountId)
+    if (status === false || status.disabled) return `The account is disabled or no longer exists. ${GET_TOKEN}`
+    // A password change ends the password's tokens; API keys are credentials of their own and
+    // go on working (revoke them to end them).
+    if (issuedAt !== undefined && key === undefined && issuedAt < Math.floor(status.passwordChangedAt.getTime() / 1000)) {
+      return `The token was issued before the password changed. ${GET_TOKEN}`
+    }
     // Role and organisation are read from the account, not the token, so a change applies
     // within the cache TTL rather than only when the token expires.
     request.account = {
-      id: claims.sub,
+      id: accountId,
       organisation: status.organisation,
-      role: status.role,
-      scope: status.role === 'admin' ? 'all' : { organisation: status.organisation }
+      role: key?.scope === 'read' ? 'viewer' : status.role,
+      scope: status.role === 'admin' ? 'all' : { organisation: status.organisation },
+      ...(key !== undefined ? { key } : {})
+    }
+    if (key !== undefined) apiKeys.used(key.id)
+    return undefined
+  }
+
+  app.decorate('signInWithKey', async (request: FastifyRequest, key: string): Promise<KeyRefusal | undefined> => {
+    const check = await apiKeys.verify(key, request.ip)
+    if (!check.ok) {
+      return check.reason === 'throttled'
+        ? { reason: 'throttled', retryAfterSeconds: check.retryAfterSeconds, message: `Too many failed logins and wrong API keys from your address; retry in ${check.retryAfterSeconds} s.` }
+        : { reason: check.reason, message: keyRefusal(check, false) }
+    }
+    const refused = await signIn(request, check.key.accountId, { id: check.key.id, scope: check.key.scope, expiresAt: check.key.expiresAt })
+    return refused === undefined ? undefined : { reason: 'disabled', message: refused }
+  })
+
+  app.decorate('authenticate', async (request: FastifyRequest, _reply: FastifyReply) => {
+    const credential = readCredential(request.headers.authorization)
+    switch (credential.kind) {
+      case 'missing':
+        throw unauthorized(request, `Missing Authorization header: send "Authorization: Bearer <token>" (${GET_TOKEN}), or an API key as "Bearer srk_…" or as the password of HTTP Basic.`, false)
+      case 'malformed':
+        throw unauthorized(request, `Malformed Authorization header: expected "Bearer <token>", or HTTP Basic with an API key as the password. ${GET_TOKEN}`, true)
+      case 'password':
+        throw unauthorized(request, `HTTP Basic takes an API key (srk_…) as the password, not the account's password. ${NEW_KEY} Or use a token: ${GET_TOKEN}`, false)
+      case 'key': {
+        const refused = await app.signInWithKey(request, credential.key)
+        if (refused?.reason === 'throttled') throw new ApiError('TOO_MANY_REQUESTS', refused.message, { headers: { 'retry-after': String(refused.retryAfterSeconds) } })
+        if (refused !== undefined) throw unauthorized(request, refused.message, credential.scheme === 'bearer')
+        return
+      }
+      case 'jwt': {
+        let claims: FastifyRequest['user']
+        try {
+          claims = app.jwt.verify<FastifyRequest['user']>(credential.token)
+        } catch (err) {
+          if ((err as { code?: string }).code === FAST_JWT_EXPIRED) throw unauthorized(request, `The token has expired. ${GET_TOKEN}`, true)
+          throw unauthorized(request, `The token is invalid. ${GET_TOKEN}`, true)
+        }
+        let key: AuthenticatedAccount['key']
+        if (claims.client_id !== undefined) {
+          const check = await apiKeys.current(claims.client_id)
+          if (!check.ok || check.key.accountId !== claims.sub) {
+            throw unauthorized(request, check.ok || check.reason === 'throttled' ? `The token is invalid. ${GET_TOKEN}` : keyRefusal(check, true), true)
+          }
+          key = { id: check.key.id, scope: claims.scope === 'write' && check.key.scope === 'write' ? 'write' : 'read', expiresAt: check.key.expiresAt }
+        }
+        const refused = await signIn(request, claims.sub, key, claims.iat)
+        if (refused !== undefined) throw unauthorized(request, refused, true)
+      }
     }
   })
 
   app.decorate('requireRole', (...roles: Role[]) => async (request: FastifyRequest) => {
     if (!roles.includes(request.account.role)) {
-      throw new ApiError('FORBIDDEN', `Your role (${request.account.role}) may not do this; it needs one of: ${roles.join(', ')}.`)
+      const capped = request.account.key?.scope === 'read' ? ' (a read API key acts as a viewer)' : ''
+      throw new ApiError('FORBIDDEN', `Your role (${request.account.role}${capped}) may not do this; it needs one of: ${roles.join(', ')}.`)
+    }
+  })
+
+  app.decorate('requirePassword', async (request: FastifyRequest) => {
+    if (request.account.key !== undefined) {
+      throw new ApiError('FORBIDDEN', 'API keys are managed with a token of POST /token (e-mail and password), not with an API key: a stolen key cannot make more keys.')
     }
   })
 }, { name: 'auth', fastify: '5.x' })

@@ -1,6 +1,7 @@
 // Request rate limits via @fastify/rate-limit, with its standard headers. Runs at preParsing: after
 // authentication (onRequest) and before the body is read, so an authenticated request counts against its account (shared by every
-// address it comes from) and an unauthenticated one (POST /token) against its client address.
+// address it comes from), one made with an API key (or a token of POST /oauth/token) against
+// that key, and an unauthenticated one (POST /token) against its client address.
 // With REDIS_URL the counters live in Redis (the plugin's Redis store), shared by every
 // instance; when Redis does not answer, requests are let through (fail open: a rate limit is
 // not worth an outage) and a warning is logged once per outage.
@@ -44,7 +45,11 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     max: config.RATE_LIMIT_MAX,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
     ...(redis !== undefined ? { redis, nameSpace: 'source-registry:rate:', skipOnError: true } : {}),
-    keyGenerator: (request) => request.account?.id !== undefined ? `account:${request.account.id}` : `ip:${request.ip}`,
+    keyGenerator: (request) => {
+      const account = request.account
+      if (account === null || account === undefined) return `ip:${request.ip}`
+      return account.key !== undefined ? `key:${account.key.id}` : `account:${account.id}`
+    },
     errorResponseBuilder: (_request, context) => new ApiError('TOO_MANY_REQUESTS',
       `Rate limit exceeded: at most ${context.max} requests per ${context.after}; retry in ${Math.ceil(context.ttl / 1000)} s.`)
   })

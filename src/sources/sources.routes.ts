@@ -6,6 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
 import { headerDoc, sentAs } from '../http/openapi.js'
+import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
@@ -29,7 +30,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     schema: {
       operationId: 'createSources',
       summary: 'Create sources from a GeoJSON FeatureCollection (all or nothing); report, or with on_conflict=reject refuse, conflicts with registered sources',
-      security: [{ bearerAuth: [] }],
+      security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
       body: featureCollectionSchema(config.MAX_FEATURES),
@@ -85,7 +86,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     schema: {
       operationId: 'getSource',
       summary: 'Read one source as a GeoJSON Feature',
-      security: [{ bearerAuth: [] }],
+      security: SECURITY,
       querystring: SourceQuerySchema,
       response: { 200: sentAs('application/geo+json', SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
@@ -103,7 +104,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
     schema: {
       operationId: 'deleteSource',
       summary: 'Delete one source',
-      security: [{ bearerAuth: [] }],
+      security: WRITE_SECURITY,
       querystring: SourceQuerySchema,
       // A DELETE's body is read (and ignored) like a POST's, so it can be too large, of an unread type, or late.
       response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 408, 413, 415, 429, 500, 503) }

@@ -27,7 +27,8 @@ t.test('401 with WWW-Authenticate and advice for every bad token', async (t) => 
   const cases: Array<[string, string | undefined, RegExp]> = [
     ['missing', undefined, /Missing Authorization/],
     ['empty', '', /Missing Authorization/],
-    ['Basic scheme', 'Basic dXNlcjpwYXNz', /Malformed/],
+    ['Basic with a password, not an API key', 'Basic dXNlcjpwYXNz', /not the account's password/],
+    ['another scheme', 'Digest username="user"', /Malformed/],
     ['garbage', 'Bearer not-a-token', /invalid/],
     ['wrong signature', `Bearer ${createSigner({ key: 'another-secret-that-is-32-bytes-long!!' })(claims)}`, /invalid/],
     ['alg none', `Bearer ${createSigner({ algorithm: 'none' })(claims)}`, /invalid/],

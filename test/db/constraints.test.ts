@@ -68,17 +68,32 @@ t.test('accounts: e-mail unique regardless of case, known roles only', async (t)
   t.equal(await rejectedBy(sql`INSERT INTO accounts (email, password_hash, role, organisation) VALUES ('x@y.z', 'md5abc', 'viewer', 'o')`.execute(db)), 'accounts_password_hash_scrypt')
 })
 
+t.test('api_keys: known scopes, a name, a 32-byte hash, an expiry after creation', async (t) => {
+  const owner = await addAccount(db, {})
+  const hash = Buffer.alloc(32, 1)
+  const insert = (over: { id?: string, scope?: string, name?: string, hash?: Buffer, expires?: string | null }) => sql`
+    INSERT INTO api_keys (id, account_id, name, scope, secret_sha256, expires_at)
+    VALUES (${over.id ?? 'A'.repeat(22)}, ${owner.id}::uuid, ${over.name ?? 'k'}, ${over.scope ?? 'read'}, ${over.hash ?? hash}, ${over.expires ?? null}::timestamptz)`.execute(db)
+  t.equal(await rejectedBy(insert({ scope: 'admin' })), 'api_keys_scope_known')
+  t.equal(await rejectedBy(insert({ name: '  ' })), 'api_keys_name_not_blank')
+  t.equal(await rejectedBy(insert({ hash: Buffer.alloc(16) })), 'api_keys_secret_sha256_length')
+  t.equal(await rejectedBy(insert({ id: 'srk_short' })), 'api_keys_id_format')
+  t.equal(await rejectedBy(insert({ expires: '2001-01-01Z' })), 'api_keys_expires_after_created')
+  await insert({})
+  t.equal(await rejectedBy(sql`UPDATE api_keys SET revoked_by = ${owner.id}::uuid WHERE id = ${'A'.repeat(22)}`.execute(db)), 'api_keys_revoked_by_needs_revoked_at')
+})
+
 t.test('schema for analysts: GiST indexes and comments on the table and every column', async (t) => {
   const idx = await sql<{ indexname: string, indexdef: string }>`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'sources' ORDER BY 1`.execute(db)
   t.match(idx.rows.find((r) => r.indexname === 'sources_geom_gist')?.indexdef, /USING gist \(geom\)/)
   t.match(idx.rows.find((r) => r.indexname === 'sources_period_gist')?.indexdef, /USING gist \(period\)/)
   const uncommented = await sql<{ attname: string }>`
     SELECT a.attname FROM pg_attribute a
-    WHERE a.attrelid IN ('sources'::regclass, 'accounts'::regclass) AND a.attnum > 0 AND NOT a.attisdropped
+    WHERE a.attrelid IN ('sources'::regclass, 'accounts'::regclass, 'api_keys'::regclass) AND a.attnum > 0 AND NOT a.attisdropped
       AND col_description(a.attrelid, a.attnum) IS NULL`.execute(db)
   t.same(uncommented.rows, [], 'every column has a comment')
-  const tables = await sql<{ c: string | null }>`SELECT obj_description('sources'::regclass) AS c UNION ALL SELECT obj_description('accounts'::regclass)`.execute(db)
-  t.notOk(tables.rows.some((r) => r.c === null), 'both tables have a comment')
+  const tables = await sql<{ c: string | null }>`SELECT obj_description('sources'::regclass) AS c UNION ALL SELECT obj_description('accounts'::regclass) UNION ALL SELECT obj_description('api_keys'::regclass)`.execute(db)
+  t.notOk(tables.rows.some((r) => r.c === null), 'the tables have a comment')
   const plan = await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT id FROM sources WHERE geom && ST_MakeEnvelope(0, 0, 1, 1, 4326)`.execute(db)
   t.ok(plan.rows.length > 0)
 })

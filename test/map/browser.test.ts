@@ -3,7 +3,8 @@
 // Signs in (a wrong password shows the 401), sees exactly its organisation's polygons, reads a
 // source's id and period in the panel, deletes as an editor (a viewer has no Delete), uploads a
 // file with a bad polygon and sees the pointer, drops a file on the map and sees its area, shows
-// a hostile feature id as text, works behind a path prefix, is signed out on a 401, and leaves
+// a hostile feature id as text, creates and revokes an API key, works behind a path prefix, is
+// signed out on a 401, and leaves
 // a screenshot in test-output/map/.
 /// <reference lib="dom" />
 import t from 'tap'
@@ -177,6 +178,32 @@ async function inBrowser (executablePath: string): Promise<void> {
     await page.click(`path[data-source-id="${any}"]`)
     await page.waitForSelector('#panel:not([hidden])')
     t.ok(await page.$('#delete[hidden]'), 'no Delete button')
+  })
+
+  t.test('API keys: create one (shown once), it works in HTTP Basic; revoke it, it stops', async (t) => {
+    const listed = page.waitForResponse((r) => r.url().includes('/api-keys?account_id='))
+    await page.click('#keys-open')
+    await page.waitForSelector('#keys:not([hidden])')
+    t.equal((await listed).request().headers()['x-requested-with'], 'XMLHttpRequest', 'the page\'s requests say so: a 401 then offers no Basic dialog')
+    await page.type('#key-name', 'browser key')
+    await page.select('#key-scope', 'read')
+    await page.click('#key-form button[type=submit]')
+    await page.waitForFunction(() => /^srk_/.test((document.querySelector('#key-value') as HTMLInputElement).value))
+    const key = await page.$eval('#key-value', (el) => (el as HTMLInputElement).value)
+    t.match(key, /^srk_[0-9A-Za-z]{22}_[0-9A-Za-z]{43}$/, 'the new key, shown once')
+    const id = key.slice(4, 26)
+    await page.waitForSelector(`#key-list li[data-key-id="${id}"]`)
+    t.match(await text(`#key-list li[data-key-id="${id}"]`), /browser key \(read\).*never used/, 'listed, without its secret')
+    t.notMatch(await text('#key-list'), key.slice(27))
+    const withKey = () => fetch(`${service.base}/collections`, { headers: { authorization: `Basic ${Buffer.from(`me:${key}`).toString('base64')}` } })
+    t.equal((await withKey()).status, 200, 'the key works')
+    await page.click(`#key-list li[data-key-id="${id}"] button`)
+    await page.waitForSelector(`#key-list li[data-key-id="${id}"]`, { hidden: true })
+    t.match(dialogs.at(-1), /^confirm: Revoke the key "browser key"/)
+    t.equal((await withKey()).status, 401, 'revoked: refused')
+    t.equal(await page.$eval('#key-value', (el) => (el as HTMLInputElement).value), '', 'the revoked key is no longer shown')
+    await page.screenshot({ path: 'test-output/map/keys.png' })
+    await page.click('#keys-close')
   })
 
   t.test('a request answered 401 signs out and says why', async (t) => {

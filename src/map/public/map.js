@@ -1,7 +1,8 @@
 // The map page of Source Registry: sign in (POST /token, the token kept in sessionStorage only),
 // the organisation's sources in view on a Leaflet map (OGC API items by bbox, following next
 // links up to a cap), details of a clicked source with Delete for editors, a period filter,
-// and GeoJSON upload (POST /sources). Every URL is relative to the page, so the page works behind
+// GeoJSON upload (POST /sources), and the signed-in user's API keys (create, shown once; list;
+// revoke). Every URL is relative to the page, so the page works behind
 // a path prefix; nothing from a source is ever inserted as HTML (textContent only).
 'use strict'
 
@@ -36,7 +37,7 @@
   }
   function startSession (token, expiresIn) {
     const c = claims(token)
-    session = { token, expiresAt: Date.now() + expiresIn * 1000, role: c.role, org: c.org }
+    session = { token, expiresAt: Date.now() + expiresIn * 1000, role: c.role, org: c.org, sub: c.sub }
     sessionStorage.setItem(TOKEN_KEY, JSON.stringify(session))
     armExpiry()
   }
@@ -46,6 +47,7 @@
   }
   function signOut (why) {
     session = null
+    closeKeys()
     clearTimeout(expiryTimer)
     sessionStorage.removeItem(TOKEN_KEY)
     showSignIn()
@@ -61,7 +63,9 @@
     }
   }
   async function api (path, options = {}) {
-    const headers = Object.assign({}, options.headers)
+    // X-Requested-With: a 401 then offers no Basic challenge, which would open the browser's
+    // own password dialog over the page.
+    const headers = Object.assign({ 'x-requested-with': 'XMLHttpRequest' }, options.headers)
     if (session) headers.authorization = `Bearer ${session.token}`
     const res = await fetch(path, Object.assign({}, options, { headers }))
     let body = null
@@ -94,6 +98,7 @@
     $('sign-in').hidden = false
     $('workspace').hidden = true
     $('sign-out').hidden = true
+    $('keys-open').hidden = true
     $('who').textContent = ''
     $('email').focus()
   }
@@ -402,11 +407,83 @@
     if (file) upload(file)
   })
 
+  // --- API keys: the signed-in user's own; a new key is shown once and never kept ---
+  const day = (iso) => (iso ? iso.slice(0, 16).replace('T', ' ') : '')
+  function closeKeys () {
+    $('keys').hidden = true
+    $('key-value').value = ''
+    $('key-new').hidden = true
+  }
+  async function loadKeys () {
+    try {
+      // Admins would get every account's keys without account_id: the page shows one's own.
+      const body = await api(session.sub ? `api-keys?account_id=${encodeURIComponent(session.sub)}` : 'api-keys')
+      const items = body.api_keys.map((k) => {
+        const li = document.createElement('li')
+        li.setAttribute('data-key-id', k.id)
+        const title = document.createElement('strong')
+        title.textContent = `${k.name} (${k.scope})`
+        const meta = document.createElement('span')
+        meta.className = 'meta'
+        meta.textContent = [
+          `${k.prefix}…`,
+          `created ${day(k.created_at)}`,
+          k.expires_at ? `${k.expired ? 'expired' : 'expires'} ${day(k.expires_at)}` : 'no expiry',
+          k.last_used_at ? `last used ${day(k.last_used_at)}` : 'never used'
+        ].join(' · ')
+        const revoke = document.createElement('button')
+        revoke.type = 'button'
+        revoke.className = 'danger'
+        revoke.textContent = 'Revoke'
+        revoke.setAttribute('aria-label', `Revoke key ${k.name}`)
+        revoke.addEventListener('click', () => revokeKey(k))
+        li.append(title, revoke, meta)
+        return li
+      })
+      $('key-list').replaceChildren(...(items.length > 0 ? items : [Object.assign(document.createElement('li'), { textContent: 'No keys yet.' })]))
+    } catch (err) {
+      if (err.status !== 401) say(`Could not list your API keys: ${err.message}`, { error: true })
+    }
+  }
+  async function revokeKey (k) {
+    if (!confirm(`Revoke the key "${k.name}" (${k.prefix}…)? Clients using it stop working.`)) return
+    try {
+      await api(`api-keys/?id=${encodeURIComponent(k.id)}`, { method: 'DELETE' })
+      if ($('key-value').value.startsWith(k.prefix)) { $('key-value').value = ''; $('key-new').hidden = true }
+      say(`Revoked the key ${k.name}.`)
+      await loadKeys()
+    } catch (err) {
+      if (err.status !== 401) say(`Could not revoke the key: ${err.message} (${err.status})`, { error: true })
+    }
+  }
+  $('keys-open').addEventListener('click', async () => {
+    $('keys').hidden = false
+    $('key-name').focus()
+    await loadKeys()
+  })
+  $('keys-close').addEventListener('click', closeKeys)
+  $('key-form').addEventListener('submit', async (event) => {
+    event.preventDefault()
+    const body = { name: $('key-name').value, scope: $('key-scope').value }
+    if ($('key-expires').value) body.expires_at = `${$('key-expires').value}T23:59:59Z`
+    try {
+      const created = await api('api-keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      $('key-value').value = created.key
+      $('key-new').hidden = false
+      $('key-value').select()
+      $('key-form').reset()
+      await loadKeys()
+    } catch (err) {
+      if (err.status !== 401) say(`Could not create the key: ${err.message} (${err.status})`, { error: true })
+    }
+  })
+
   // --- the workspace ---
   async function showWorkspace () {
     $('sign-in').hidden = true
     $('workspace').hidden = false
     $('sign-out').hidden = false
+    $('keys-open').hidden = false
     $('who').textContent = `${session.org || ''} · ${session.role || ''}`
     filterFromUrl()
     await createMap()

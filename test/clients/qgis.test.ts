@@ -1,0 +1,60 @@
+// QGIS 3.22 (Debian's python3-qgis and qgis-providers, headless) opens the `sources` layer over
+// OGC API – Features with its "Basic" authentication method and a read API key as the password,
+// stored in the auth database of a fresh profile under a master password (qgis-oapif.py): the
+// layer is valid, counts the organisation's 55 polygons and no other's, and a bbox request (sent
+// to the service as bbox=) gives the sources the box intersects. A wrong key: the layer does
+// not open. Both backends: the service runs in its own process.
+import t, { type Test } from 'tap'
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { tempDir } from '../helper.js'
+import { type Box, run, seededService } from './seeded.js'
+
+const PYTHON = '/usr/bin/python3'
+const SCRIPT = fileURLToPath(new URL('./qgis-oapif.py', import.meta.url))
+// python3-qgis, and qgis-providers for its OAPIF (WFS) provider.
+const hasQgis = spawnSync(PYTHON, ['-c', 'import qgis.core'], { env: { ...process.env, QT_QPA_PLATFORM: 'offscreen' } }).status === 0 &&
+  existsSync('/usr/lib/qgis/plugins/libprovider_wfs.so')
+if (!hasQgis && process.env.CI !== 'true') {
+  t.plan(0, 'QGIS is not installed (apt-get install python3-qgis qgis-providers; .ci/run installs them)')
+} else {
+  await qgis()
+}
+
+interface QgisOutput { qgis: string, valid: boolean, feature_count?: number, geometry?: string, in_bbox?: string[], all?: string[], error?: string, auth_db: string }
+
+async function qgis (): Promise<void> {
+  const { service, key, boxes, inBbox } = await seededService(t)
+  const bbox: Box = [9.9, 9.9, 12.2, 11.2]
+  async function open (t: Test, withKey: string): Promise<QgisOutput> {
+    const profile = await tempDir(t, 'sr-qgis-')
+    const r = await run(PYTHON, [SCRIPT, profile], { ...process.env, QT_QPA_PLATFORM: 'offscreen', XDG_RUNTIME_DIR: profile, SR_BASE: service.base, SR_KEY: withKey, SR_BBOX: bbox.join(',') })
+    const line = r.stdout.trim().split('\n').pop() ?? ''
+    if (r.status !== 0 || !line.startsWith('{')) throw new Error(`qgis-oapif.py exited ${r.status ?? r.signal}: ${r.stdout}\n${r.stderr}`)
+    const out = JSON.parse(line) as QgisOutput
+    t.ok(out.auth_db.startsWith(profile), 'the Basic configuration is in the profile\'s auth database')
+    return out
+  }
+
+  t.test('the Basic method with a read key: the layer, its count, a bbox', async (t) => {
+    const out = await open(t, key)
+    t.comment(`QGIS printed: ${JSON.stringify({ ...out, all: `${out.all?.length ?? 0} feature ids` })}`)
+    t.equal(out.valid, true, `QGIS ${out.qgis} opens the layer`)
+    t.equal(out.feature_count, boxes.size, 'the organisation\'s sources counted')
+    t.equal(out.geometry, 'Polygon')
+    t.same(out.all, [...boxes.keys()].sort(), 'exactly the organisation\'s sources, none of another')
+    const expected = inBbox(bbox)
+    t.ok(expected.length > 0 && expected.length < boxes.size, `a proper subset (${expected.length})`)
+    t.same(out.in_bbox, expected, 'the bbox request: the sources the box intersects')
+    await service.waitFor(/"url":"\/collections\/sources\/items\?[^"]*bbox=9\.9/, 5000)
+    t.pass('QGIS sent the bbox to the service (items?bbox=…)')
+  })
+
+  t.test('a wrong key: the layer does not open', async (t) => {
+    const out = await open(t, `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`)
+    t.equal(out.valid, false)
+    await service.waitFor(/rejected: The API key is not valid/, 5000)
+    t.pass('the service refused the key (401)')
+  })
+}
