@@ -178,6 +178,9 @@ const CASES: Array<[string, unknown, string]> = [
   ["T_MEETS(INTERVAL(start_at, end_at), INTERVAL(end_at, '..'))", op('t_meets', period, interval(p('end_at'), '..')), 'true'],
   ['feature_id = id', op('=', p('feature_id'), p('id')), 'false'],
   ['area_m2 BETWEEN area_m2 AND area_m2', op('between', p('area_m2'), p('area_m2'), p('area_m2')), 'true'],
+  // As clients write them: quoted names, parentheses around each term, TIMESTAMP literals.
+  ['("feature_id" = \'g-1\') OR ("feature_id" = \'g-2\')', op('or', op('=', p('feature_id'), 'g-1'), op('=', p('feature_id'), 'g-2')), "feature_id IN ('g-1', 'g-2')"],
+  ['("start_at" >= TIMESTAMP(\'2024-03-01T00:00:00Z\')) AND ("area_m2" > 3070000000)', op('and', op('>=', p('start_at'), ts('2024-03-01T00:00:00Z')), op('>', p('area_m2'), 3070000000)), "lower(period) >= '2024-03-01Z' AND area_m2 > 3070000000"],
   // All at once.
   ["area_m2 > 1e9 AND conflict = false AND S_INTERSECTS(geometry, BBOX(0, 0, 3, 3)) AND T_INTERSECTS(INTERVAL(start_at, end_at), INTERVAL('2024-03-01', '2024-06-01'))",
     op('and', op('>', p('area_m2'), 1e9), op('=', p('conflict'), false), op('s_intersects', p('geometry'), bbox(0, 0, 3, 3)), op('t_intersects', period, interval('2024-03-01', '2024-06-01'))),
