@@ -156,7 +156,9 @@ function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal]): 
   // period (half-open, whole microseconds) overlapping [b - 1 µs, e]: a test sources_period_gist answers.
   const other = isPeriod(t1) && isConstant(t2) ? [b2, e2] : isPeriod(t2) && isConstant(t1) ? [b1, e1] : undefined
   if (other === undefined) return exact
-  return sql<boolean>`(sources.period && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]') AND ${exact})`
+  const overlap = sql<boolean>`sources.period && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
+  // For T_INTERSECTS that overlap is the relation itself, and the index alone answers it.
+  return relation === 'intersects' ? overlap : sql<boolean>`(${overlap} AND ${exact})`
 }
 
 /** The SQL of a filter expression; `intersectsBox` is the bbox parameter's test of one box. */
