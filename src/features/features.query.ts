@@ -5,6 +5,7 @@ import type { ErrorDetail } from '../errors.js'
 import { parseDateTime } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
+import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
@@ -19,6 +20,9 @@ export interface ItemsQuery {
   feature_id?: string
   organisation?: string
   conflict?: string
+  filter?: string
+  'filter-lang'?: string
+  'filter-crs'?: string
   f?: string
 }
 
@@ -28,6 +32,8 @@ export interface ParsedItems {
   limit: number
   /** The sort key of the last row of the previous page. */
   after?: { value: string, id: string }
+  /** WKT literals of the filter that PostGIS must find valid before the listing runs. */
+  geometries: string[]
 }
 
 // %00 in a query string: no PostgreSQL text can hold it, so it can match nothing.
@@ -113,6 +119,7 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
     if (q.conflict !== 'true' && q.conflict !== 'false') details.push({ pointer: '?conflict', message: 'must be true or false' })
     else filter.conflict = q.conflict === 'true'
   }
+  const geometries = parseFilterParams(q, filter, details)
   if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
 
   let limit = DEFAULT_LIMIT
@@ -128,5 +135,21 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
     if (m === null || field === undefined || !SORT_FIELDS.includes(field)) details.push({ pointer: '?sortby', message: `must be one of ${SORT_FIELDS.join(', ')}, with "-" in front for descending` })
     else sort = { field, descending: m[1] === '-' }
   }
-  return { parsed: { filter, sort, limit }, details }
+  return { parsed: { filter, sort, limit, geometries }, details }
+}
+
+/** filter, filter-lang and filter-crs (OGC API – Features Part 3) into filter.expr; returns the WKT to validate. */
+function parseFilterParams (q: ItemsQuery, filter: ListFilter, details: ErrorDetail[]): string[] {
+  const lang = q['filter-lang'] ?? 'cql2-text'
+  if (!(FILTER_LANGS as readonly string[]).includes(lang)) details.push({ pointer: '?filter-lang', message: `must be ${FILTER_LANGS.join(' or ')}` })
+  const crs = q['filter-crs']
+  if (crs !== undefined && crs !== CRS84) details.push({ pointer: '?filter-crs', message: `must be ${CRS84}: the filter's geometries are longitude, latitude in CRS84, the only CRS served` })
+  if (q.filter === undefined || details.some((d) => d.pointer.startsWith('?filter-'))) return []
+  const checked = checkFilter(q.filter, lang as typeof FILTER_LANGS[number])
+  if ('error' in checked) {
+    details.push({ pointer: '?filter', message: checked.error })
+    return []
+  }
+  filter.expr = checked.expr
+  return checked.geometries
 }

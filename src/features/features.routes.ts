@@ -18,7 +18,7 @@ import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
 import { parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
-  SOURCE_PROPERTIES_SCHEMA
+  QUERYABLE_PROPERTIES, QueryablesSchema, SOURCE_PROPERTIES_SCHEMA
 } from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
@@ -26,8 +26,14 @@ const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
-  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'
+  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+  // Part 3 (filtering) and the CQL2 classes its filters pass (test/features/filter.test.ts); not
+  // queryables-query-parameters, case- and accent-insensitive comparison, arrays, functions, arithmetic.
+  ...['filter', 'features-filter', 'queryables'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
+  ...['cql2-text', 'cql2-json', 'basic-cql2', 'advanced-comparison-operators', 'basic-spatial-functions', 'basic-spatial-functions-plus',
+    'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`)
 ]
+const SCHEMA_JSON = 'application/schema+json'
 
 /** The service's own absolute base URL as the client reached it (X-Forwarded-* with TRUST_PROXY). */
 const baseOf = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
@@ -79,7 +85,8 @@ function collectionDoc (base: string, extent: SourcesExtent) {
     links: [
       { href: `${base}/collections/sources`, rel: 'self', type: 'application/json', title: 'This collection' },
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
-      { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: 'application/schema+json', title: 'JSON Schema of the properties' }
+      { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
+      { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' }
     ]
   }
 }
@@ -151,6 +158,29 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     }
   }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
 
+  app.get('/collections/sources/queryables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getQueryables',
+      summary: 'The queryables: what a CQL2 filter may name (JSON Schema)',
+      tags: ['OGC API – Features'],
+      security: SECURITY,
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, async (request, reply) => {
+    // Sent as text: the response serializer would keep only the members its schema describes.
+    const untyped: FastifyReply = reply
+    return untyped.type(SCHEMA_JSON).send(JSON.stringify({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: `${baseOf(request)}/collections/sources/queryables`,
+      type: 'object',
+      title: 'sources',
+      description: 'The properties a filter on /collections/sources/items may name; no other is filterable.',
+      properties: QUERYABLE_PROPERTIES,
+      additionalProperties: false
+    }))
+  })
+
   app.get('/collections/sources/items', {
     onRequest: [toMapPage, app.authenticate],
     schema: {
@@ -175,6 +205,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
       const after = decodeCursor(request.query.cursor, digest(), parsed.sort.field)
       if (typeof after === 'string') details.push({ pointer: '?cursor', message: after })
       else parsed.after = after
+    }
+    if (details.length === 0 && parsed.geometries.length > 0) {
+      const problems = await store.geometryProblems(parsed.geometries)
+      for (const [i, reason] of problems.entries()) {
+        if (reason !== null) details.push({ pointer: '?filter', message: `geometry literal ${i + 1} (a line or polygon) is not valid: ${reason}`, reason })
+      }
     }
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 

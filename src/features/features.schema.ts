@@ -3,6 +3,7 @@
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
 import { SourceFeatureSchema, SourceIdSchema } from '../sources/sources.schema.js'
+import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
   href: Type.String(),
@@ -61,6 +62,9 @@ export const ItemsQuerySchema = Type.Object({
   feature_id: param('The client\'s own feature id, exactly.'),
   organisation: param('Admins only: the sources of one organisation.'),
   conflict: param('true: only sources in conflict with another (of any organisation); false: only sources without one.'),
+  filter: param('A CQL2 filter (OGC API – Features Part 3) on the queryables (/collections/sources/queryables), in the encoding filter-lang names. Combined with the other parameters by AND.'),
+  'filter-lang': Type.Optional(Type.Unsafe<string>({ type: 'string', enum: FILTER_LANGS, default: 'cql2-text', description: 'The encoding of filter: cql2-text (the default) or cql2-json (URL-encoded JSON).' })),
+  'filter-crs': Type.Optional(Type.Unsafe<string>({ type: 'string', format: 'uri-reference', enum: [CRS84], description: 'The CRS of the filter\'s geometries: CRS84 (longitude, latitude), the only one.' })),
   f: param('Response format: json or geojson (both GeoJSON); html redirects to the map page.')
 }, { additionalProperties: false })
 
@@ -76,4 +80,43 @@ export const SOURCE_PROPERTIES_SCHEMA = {
     const s = schema as { type: string, description?: string, pattern?: string }
     return [name, { type: s.type, ...(s.pattern?.includes('T') === true ? { format: 'date-time' } : {}), ...(s.description ? { description: s.description } : {}) }]
   }))
+}
+
+const QueryableSchema = Type.Object({
+  title: Type.String(),
+  description: Type.String(),
+  type: Type.Optional(Type.String()),
+  format: Type.Optional(Type.String()),
+  'x-ogc-role': Type.Optional(Type.String())
+})
+
+/**
+ * The Queryables document (OGC API – Features Part 3): a JSON Schema (2020-12) of what a filter
+ * may name. Its own "$schema" and "$id" are required but not described: a property named "$id"
+ * in a response schema would be taken for a schema id when the OpenAPI document is made.
+ */
+export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
+  properties: {
+    type: { const: 'object' },
+    title: { type: 'string' },
+    description: { type: 'string' },
+    properties: { type: 'object', additionalProperties: QueryableSchema },
+    additionalProperties: { const: false }
+  }
+})
+
+const timestamp = (title: string, description: string) => ({ title, description, type: 'string', format: 'date-time' })
+
+/** The queryables, each as a filter sees it (sources/filter.sql.ts QUERYABLE_TYPES gives the same names and types). */
+export const QUERYABLE_PROPERTIES = {
+  id: { title: 'Source id', description: 'The id the registry gave the source (src_…).', type: 'string' },
+  feature_id: { title: 'Feature id', description: 'The client\'s own feature id.', type: 'string' },
+  start_at: timestamp('Start', 'The first instant of the validity period.'),
+  end_at: timestamp('End', 'The end of the validity period, the first instant after it: the period is [start_at, end_at). INTERVAL(start_at, end_at) is the CQL2 interval of the two values, closed at both ends.'),
+  created_at: timestamp('Created', 'When the source was registered.'),
+  area_m2: { title: 'Area (m²)', description: 'The area on the WGS 84 ellipsoid, in square metres.', type: 'number' },
+  conflict: { title: 'In conflict', description: 'Whether the source conflicts with another (of any organisation).', type: 'boolean' },
+  geometry: { title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' }
 }

@@ -7,6 +7,7 @@ import type { Db, Scope } from '../db/database.js'
 import { isoUtc, stAsGeoJson } from '../db/postgis.js'
 import { INNER_MARGIN, type SearchBox } from './search-box.js'
 import { CONFLICTS_LISTED } from './sources.repository.js'
+import { FILTER_SHAPE_KEYS, type FilterExpr, filterSql, hasSpatial } from './filter.sql.js'
 
 export type SortField = 'id' | 'created_at' | 'start_at' | 'end_at'
 
@@ -19,6 +20,8 @@ export interface ListFilter {
   organisation?: string
   /** Only sources with (true) or without (false) a conflict. */
   conflict?: boolean
+  /** A CQL2 filter, checked (features/filters/cql2.ts). */
+  expr?: FilterExpr
 }
 
 export interface ListPage {
@@ -32,7 +35,7 @@ export interface ListPage {
 export interface ListInput { scope: Scope, filter: ListFilter, page: ListPage, cap: number }
 
 /** The keys of a ListInput whose (string) values decide the SQL text rather than being parameters. */
-export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field']
+export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field', ...FILTER_SHAPE_KEYS]
 
 const SORT_EXPRESSIONS: Record<SortField, RawBuilder<string>> = {
   id: sql<string>`id`,
@@ -91,6 +94,7 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
   else if (datetime?.from !== undefined || datetime?.to !== undefined) {
     q = q.where(sql<boolean>`period && tstzrange(${datetime.from ?? null}::timestamptz, ${datetime.to ?? null}::timestamptz, '[]')`)
   }
+  if (filter.expr !== undefined) q = q.where(filterSql(filter.expr, intersectsBox))
   return q
 }
 
@@ -196,13 +200,13 @@ export async function listSources (run: RunListing, input: ListInput): Promise<L
 
 /**
  * A first page (no cursor) and the number of matching sources (undefined beyond `cap`).
- * - With a bbox, in one statement (countedPageQuery).
+ * - With a bbox or a spatial filter, in one statement (countedPageQuery).
  * - Otherwise the page, then (only when there is more than one page) the count, which
  *   sources_organisation_period_gist answers from the index alone.
  */
 export async function listFirstSources (run: RunListing, input: ListInput): Promise<{ page: ListedPage, matched: number | undefined }> {
   const { filter, cap } = input
-  if (filter.boxes === undefined) {
+  if (filter.boxes === undefined && (filter.expr === undefined || !hasSpatial(filter.expr))) {
     const page = await listSources(run, input)
     if (!page.more) return { page, matched: Number(page.returned) }
     const n = Number((await run(countQuery, input))[0]?.n)

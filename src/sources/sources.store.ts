@@ -9,6 +9,7 @@ import {
   conflictsOfSources, deleteSource, diagnoseSources, findSourceById, insertSources, insertSourcesIf
 } from './sources.repository.js'
 import { type ListInput, type ListedPage, type SourcesExtent, listFirstSources, listSources, runPlain, sourcesExtent } from './sources.listing.js'
+import { geometryProblems } from './filter.sql.js'
 
 export interface SourceStore {
   find: (id: string, scope: Scope) => Promise<SourceRow | undefined>
@@ -28,6 +29,8 @@ export interface SourceStore {
   listFirst: (input: ListInput) => Promise<{ page: ListedPage, matched: number | undefined }>
   /** The bounding box and time span of the sources in a scope. */
   extent: (scope: Scope) => Promise<SourcesExtent>
+  /** Why each WKT geometry of a filter is invalid, or null where it is valid (geometryProblems). */
+  geometryProblems: (wkts: string[]) => Promise<Array<string | null>>
 }
 
 export function plainSourceStore (db: Kysely<Database>): SourceStore {
@@ -42,6 +45,7 @@ export function plainSourceStore (db: Kysely<Database>): SourceStore {
     delete: (id, scope) => deleteSource(db, id, scope),
     list: (input) => listSources(runPlain(db), input),
     listFirst: (input) => listFirstSources(runPlain(db), input),
-    extent: (scope) => sourcesExtent(db, scope)
+    extent: (scope) => sourcesExtent(db, scope),
+    geometryProblems: (wkts) => geometryProblems(db, wkts)
   }
 }

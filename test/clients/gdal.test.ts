@@ -91,4 +91,29 @@ async function gdal (): Promise<void> {
     t.ok(expected.length > 0 && expected.length < 55, `a proper subset (${expected.length})`)
     t.same([...where.keys()].sort(), expected)
   })
+
+  t.test('-where on other fields, with and without -spat: the sets of the equivalent SQL; what reached the service', async (t) => {
+    const from = service.lines.length
+    const cases: Array<[string, string[], ReturnType<typeof sql>]> = [
+      ['or', ['-where', "feature_id = 'a-3' OR feature_id = 'a-17'"], sql`feature_id IN ('a-3', 'a-17')`],
+      ['like', ['-where', "feature_id LIKE 'a-1%'"], sql`feature_id LIKE 'a-1%'`],
+      ['number', ['-where', 'area_m2 > 3070000000'], sql`area_m2 > 3070000000`],
+      ['in', ['-where', "feature_id IN ('a-1', 'a-2', 'a-40') AND NOT (feature_id = 'a-2')"], sql`feature_id IN ('a-1', 'a-40')`],
+      ['spat-where', ['-spat', '0', '0', '2.2', '2.2', '-where', "feature_id LIKE 'a-2%'"], sql`ST_Intersects(geom, ST_MakeEnvelope(0, 0, 2.2, 2.2, 4326)) AND feature_id LIKE 'a-2%'`]
+    ]
+    for (const [name, args, where] of cases) {
+      const expected = await sqlSet(where)
+      t.ok(expected.length > 0 && expected.length < 55, `${name}: a proper subset (${expected.length})`)
+      t.same([...(await copy(name, args)).keys()].sort(), expected, name)
+    }
+    // What GDAL 3.6 sent: the -where goes to the service as a CQL2 filter only if the client
+    // builds one from the conformance classes; otherwise GDAL filters the pages it reads.
+    const urls = service.lines.slice(from).flatMap((line) => {
+      const url = (JSON.parse(line) as { req?: { url?: string } }).req?.url
+      return url?.startsWith('/collections/sources/items') === true ? [decodeURIComponent(url)] : []
+    })
+    t.ok(urls.length > 0, 'the requests are in the log')
+    t.comment(`GDAL ${run('ogrinfo', ['--version']).trim()} requested:\n${[...new Set(urls)].join('\n')}`)
+    t.ok(urls.some((u) => u.includes('bbox=')), '-spat reaches the service as bbox')
+  })
 }

@@ -1,0 +1,213 @@
+// A checked filter expression (a CQL2 filter after features/filters/cql2.ts has typed it) and its
+// SQL. The expression is plain data inside ListFilter: its operators, relations, property names
+// and booleans are its shape (LIST_INPUT_SHAPE_KEYS: they decide the SQL text), every string and
+// number in it is a bound parameter. Filters use the indexes by testing the column against a
+// transformed query value, never the other way round: `geom && <literal>` before the exact
+// spatial test (sources_geom_gist), `period && tstzrange(…)` before the exact temporal test
+// (sources_period_gist).
+import { type RawBuilder, sql } from 'kysely'
+import type { Db } from '../db/database.js'
+import type { SearchBox } from './search-box.js'
+
+/** The queryables a filter may name, and the type of each. */
+export const QUERYABLE_TYPES = {
+  id: 'string',
+  feature_id: 'string',
+  start_at: 'timestamp',
+  end_at: 'timestamp',
+  created_at: 'timestamp',
+  area_m2: 'number',
+  conflict: 'boolean',
+  geometry: 'geometry'
+} as const
+export type Queryable = keyof typeof QUERYABLE_TYPES
+export type ScalarProperty = Exclude<Queryable, 'geometry'>
+export type InstantProperty = 'start_at' | 'end_at' | 'created_at'
+
+/** A scalar operand: a property, or a literal (a timestamp as RFC 3339 UTC text). */
+export type Scalar = { property: ScalarProperty } | { text: string } | { number: number } | { timestamp: string } | { boolean: boolean }
+/** A geometry operand: the source's area, WKT in CRS84, or a BBOX as boxes (two across the antimeridian). */
+export type Geom = { property: 'geometry' } | { wkt: string } | { boxes: SearchBox[] }
+/** An instant: a property, or a timestamp (or '-infinity' / 'infinity' for an open end). */
+export type Instant = { property: InstantProperty } | { timestamp: string }
+/** A temporal operand: an instant, or a closed interval [begin, end]. */
+export type Temporal = { at: Instant } | { begin: Instant, end: Instant }
+
+export type Comparison = '=' | '<>' | '<' | '>' | '<=' | '>='
+export type SpatialRelation = 'intersects' | 'disjoint' | 'within' | 'contains' | 'equals' | 'overlaps' | 'touches' | 'crosses'
+export type TemporalRelation = 'after' | 'before' | 'disjoint' | 'equals' | 'intersects' | 'contains' | 'during' | 'finishedBy' |
+  'finishes' | 'meets' | 'metBy' | 'overlappedBy' | 'overlaps' | 'startedBy' | 'starts'
+
+export type FilterExpr =
+  | { op: 'and' | 'or', args: FilterExpr[] }
+  | { op: 'not', arg: FilterExpr }
+  | { op: 'literal', value: boolean }
+  | { op: 'compare', cmp: Comparison, args: [Scalar, Scalar] }
+  | { op: 'like', args: [Scalar, { text: string }] }
+  | { op: 'between', args: [Scalar, Scalar, Scalar] }
+  | { op: 'in', value: Scalar, list: Scalar[] }
+  | { op: 'isNull', arg: Scalar }
+  | { op: 'spatial', relation: SpatialRelation, args: [Geom, Geom] }
+  | { op: 'temporal', relation: TemporalRelation, args: [Temporal, Temporal] }
+
+/** The keys of a FilterExpr whose string values are its shape rather than parameters. */
+export const FILTER_SHAPE_KEYS = ['op', 'cmp', 'relation', 'property']
+
+const CONFLICT = sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = sources.id)`
+
+const SCALAR_PROPERTIES: Record<ScalarProperty, RawBuilder<unknown>> = {
+  id: sql`sources.id`,
+  feature_id: sql`sources.feature_id`,
+  start_at: sql`lower(sources.period)`,
+  end_at: sql`upper(sources.period)`,
+  created_at: sql`sources.created_at`,
+  area_m2: sql`sources.area_m2`,
+  conflict: CONFLICT
+}
+
+function scalar (s: Scalar): RawBuilder<unknown> {
+  if ('property' in s) return SCALAR_PROPERTIES[s.property]
+  if ('text' in s) return sql`${s.text}::text`
+  if ('number' in s) return sql`${s.number}::float8`
+  if ('timestamp' in s) return sql`${s.timestamp}::timestamptz`
+  return s.boolean ? sql`TRUE` : sql`FALSE`
+}
+
+const COMPARISONS: Record<Comparison, RawBuilder<unknown>> = { '=': sql`=`, '<>': sql`<>`, '<': sql`<`, '>': sql`>`, '<=': sql`<=`, '>=': sql`>=` }
+
+function envelope ({ west, south, east, north }: SearchBox): RawBuilder<unknown> {
+  return sql`ST_MakeEnvelope(${west}::float8, ${south}::float8, ${east}::float8, ${north}::float8, 4326)`
+}
+
+/** A literal geometry, made once per statement (an InitPlan), not once per row. */
+function geometry (g: Geom): RawBuilder<unknown> {
+  if ('property' in g) return sql`sources.geom`
+  if ('wkt' in g) return sql`(SELECT ST_GeomFromText(${g.wkt}::text, 4326))`
+  const [first, second] = g.boxes as [SearchBox, SearchBox | undefined]
+  return second === undefined ? envelope(first) : sql`ST_Collect(${envelope(first)}, ${envelope(second)})`
+}
+
+const SPATIAL: Record<SpatialRelation, (a: RawBuilder<unknown>, b: RawBuilder<unknown>) => RawBuilder<boolean>> = {
+  intersects: (a, b) => sql`ST_Intersects(${a}, ${b})`,
+  disjoint: (a, b) => sql`ST_Disjoint(${a}, ${b})`,
+  within: (a, b) => sql`ST_Within(${a}, ${b})`,
+  contains: (a, b) => sql`ST_Contains(${a}, ${b})`,
+  equals: (a, b) => sql`ST_Equals(${a}, ${b})`,
+  overlaps: (a, b) => sql`ST_Overlaps(${a}, ${b})`,
+  touches: (a, b) => sql`ST_Touches(${a}, ${b})`,
+  crosses: (a, b) => sql`ST_Crosses(${a}, ${b})`
+}
+
+function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox: (box: SearchBox) => RawBuilder<boolean>): RawBuilder<boolean> {
+  // The source's area against a BBOX: the very SQL of the bbox parameter (sources.listing.ts).
+  const boxes = 'boxes' in b && 'property' in a ? b.boxes : 'boxes' in a && 'property' in b ? a.boxes : undefined
+  if (boxes !== undefined && (relation === 'intersects' || relation === 'disjoint')) {
+    const any = sql<boolean>`(${sql.join(boxes.map(intersectsBox), sql` OR `)})`
+    return relation === 'intersects' ? any : sql<boolean>`NOT ${any}`
+  }
+  const exact = SPATIAL[relation](geometry(a), geometry(b))
+  // Every relation but disjoint needs the bounding boxes to meet: that test is the index's.
+  if (relation === 'disjoint' || !('property' in a || 'property' in b) || ('property' in a && 'property' in b)) return exact
+  const literal = 'property' in a ? geometry(b) : geometry(a)
+  return sql<boolean>`(sources.geom && ${literal} AND ${exact})`
+}
+
+const INSTANT_PROPERTIES: Record<InstantProperty, RawBuilder<unknown>> = {
+  start_at: sql`lower(sources.period)`,
+  end_at: sql`upper(sources.period)`,
+  created_at: sql`sources.created_at`
+}
+
+const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? INSTANT_PROPERTIES[i.property] : sql`${i.timestamp}::timestamptz`
+const bounds = (t: Temporal): [Instant, Instant] => 'at' in t ? [t.at, t.at] : [t.begin, t.end]
+
+/**
+ * CQL2's temporal relations (OWL-Time's, Table 7 and 8 of 21-065r2) on closed intervals
+ * [b1, e1] and [b2, e2]; an instant is the interval [t, t].
+ */
+const TEMPORAL: Record<TemporalRelation, (b1: RawBuilder<unknown>, e1: RawBuilder<unknown>, b2: RawBuilder<unknown>, e2: RawBuilder<unknown>) => RawBuilder<boolean>> = {
+  before: (_b1, e1, b2) => sql`${e1} < ${b2}`,
+  after: (b1, _e1, _b2, e2) => sql`${b1} > ${e2}`,
+  disjoint: (b1, e1, b2, e2) => sql`(${e1} < ${b2} OR ${b1} > ${e2})`,
+  intersects: (b1, e1, b2, e2) => sql`(${b1} <= ${e2} AND ${e1} >= ${b2})`,
+  equals: (b1, e1, b2, e2) => sql`(${b1} = ${b2} AND ${e1} = ${e2})`,
+  contains: (b1, e1, b2, e2) => sql`(${b1} < ${b2} AND ${e2} < ${e1})`,
+  during: (b1, e1, b2, e2) => sql`(${b2} < ${b1} AND ${e1} < ${e2})`,
+  finishedBy: (b1, e1, b2, e2) => sql`(${b1} < ${b2} AND ${e1} = ${e2})`,
+  finishes: (b1, e1, b2, e2) => sql`(${b2} < ${b1} AND ${e1} = ${e2})`,
+  meets: (_b1, e1, b2) => sql`${e1} = ${b2}`,
+  metBy: (b1, _e1, _b2, e2) => sql`${b1} = ${e2}`,
+  overlappedBy: (b1, e1, b2, e2) => sql`(${b2} < ${b1} AND ${b1} < ${e2} AND ${e2} < ${e1})`,
+  overlaps: (b1, e1, b2, e2) => sql`(${b1} < ${b2} AND ${b2} < ${e1} AND ${e1} < ${e2})`,
+  startedBy: (b1, e1, b2, e2) => sql`(${b1} = ${b2} AND ${e2} < ${e1})`,
+  starts: (b1, e1, b2, e2) => sql`(${b1} = ${b2} AND ${e1} < ${e2})`
+}
+
+const isPeriod = (t: Temporal): boolean => 'begin' in t && 'property' in t.begin && t.begin.property === 'start_at' && 'property' in t.end && t.end.property === 'end_at'
+const isConstant = (t: Temporal): boolean => bounds(t).every((i) => !('property' in i))
+
+function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal]): RawBuilder<boolean> {
+  const [b1, e1] = bounds(t1).map(instant) as [RawBuilder<unknown>, RawBuilder<unknown>]
+  const [b2, e2] = bounds(t2).map(instant) as [RawBuilder<unknown>, RawBuilder<unknown>]
+  const exact = TEMPORAL[relation](b1, e1, b2, e2)
+  if (relation === 'before' || relation === 'after' || relation === 'disjoint') return exact
+  // Every other relation implies that the closed intervals meet: b1 <= e2 AND e1 >= b2. With
+  // INTERVAL(start_at, end_at) on one side and constants on the other, that is the stored
+  // period (half-open, whole microseconds) overlapping [b - 1 µs, e]: a test sources_period_gist answers.
+  const other = isPeriod(t1) && isConstant(t2) ? [b2, e2] : isPeriod(t2) && isConstant(t1) ? [b1, e1] : undefined
+  if (other === undefined) return exact
+  const overlap = sql<boolean>`sources.period && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
+  // For T_INTERSECTS that overlap is the relation itself, and the index alone answers it.
+  return relation === 'intersects' ? overlap : sql<boolean>`(${overlap} AND ${exact})`
+}
+
+/** The SQL of a filter expression; `intersectsBox` is the bbox parameter's test of one box. */
+export function filterSql (e: FilterExpr, intersectsBox: (box: SearchBox) => RawBuilder<boolean>): RawBuilder<boolean> {
+  switch (e.op) {
+    case 'and':
+    case 'or':
+      return sql<boolean>`(${sql.join(e.args.map((a) => filterSql(a, intersectsBox)), e.op === 'and' ? sql` AND ` : sql` OR `)})`
+    case 'not':
+      return sql<boolean>`(NOT ${filterSql(e.arg, intersectsBox)})`
+    case 'literal':
+      return e.value ? sql<boolean>`TRUE` : sql<boolean>`FALSE`
+    case 'compare': {
+      const [a, b] = e.args
+      // conflict = TRUE and the like: the EXISTS itself, which the planner makes a semi-join.
+      if ('property' in a && a.property === 'conflict' && 'boolean' in b && (e.cmp === '=' || e.cmp === '<>')) {
+        return (e.cmp === '=') === b.boolean ? CONFLICT : sql<boolean>`NOT ${CONFLICT}`
+      }
+      return sql<boolean>`(${scalar(a)} ${COMPARISONS[e.cmp]} ${scalar(b)})`
+    }
+    case 'like':
+      return sql<boolean>`(${scalar(e.args[0])} LIKE ${scalar(e.args[1])} ESCAPE '\\')`
+    case 'between':
+      return sql<boolean>`(${scalar(e.args[0])} BETWEEN ${scalar(e.args[1])} AND ${scalar(e.args[2])})`
+    case 'in':
+      return sql<boolean>`(${scalar(e.value)} IN (${sql.join(e.list.map(scalar))}))`
+    case 'isNull':
+      return sql<boolean>`(${scalar(e.arg)} IS NULL)`
+    case 'spatial':
+      return spatial(e.relation, e.args, intersectsBox)
+    case 'temporal':
+      return temporal(e.relation, e.args)
+  }
+}
+
+/** Whether an expression tests the geometry (then a first page is counted as with a bbox). */
+export function hasSpatial (e: FilterExpr): boolean {
+  if (e.op === 'and' || e.op === 'or') return e.args.some(hasSpatial)
+  if (e.op === 'not') return hasSpatial(e.arg)
+  return e.op === 'spatial'
+}
+
+/**
+ * Why each WKT literal (CRS84) is not a valid geometry, or null when it is: PostGIS's
+ * ST_IsValidReason, the rule sources_geom_valid applies to the sources themselves. GEOS throws
+ * on most relations with an invalid operand, so a filter's lines and polygons are checked first.
+ */
+export async function geometryProblems (db: Db, wkts: string[]): Promise<Array<string | null>> {
+  const { rows } = await sql<{ reason: string | null }>`SELECT CASE WHEN ST_IsValid(g) THEN NULL ELSE ST_IsValidReason(g) END AS reason
+    FROM unnest(${wkts}::text[]) WITH ORDINALITY AS w(wkt, n), ST_GeomFromText(w.wkt, 4326) AS g ORDER BY w.n`.execute(db)
+  return rows.map((r) => r.reason)
+}
