@@ -20,6 +20,11 @@ import largeBodiesPlugin from './plugins/large-bodies.js'
 import securityHeaders from './plugins/security-headers.js'
 import { accountStore } from './accounts/accounts.store.js'
 import { healthStore } from './ops/health.store.js'
+import { createMetrics } from './ops/metrics.js'
+import { countedSourceStore } from './ops/counted-store.js'
+import { replicaSourceStore } from './ops/replica-store.js'
+import metricsPlugin from './plugins/metrics.js'
+import replicasPlugin, { openReplicas } from './plugins/replicas.js'
 import healthRoutes from './ops/health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
@@ -74,6 +79,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })
 
+  // Before the routes, so that every route is timed (when metrics are on: METRICS_TOKEN or METRICS_PORT).
+  const metrics = createMetrics()
+  metrics.addPool('primary', db)
+  await app.register(metricsPlugin, { config, metrics })
+
   await app.register(swagger, {
     openapi: {
       info: { title: 'Source Registry', version: '1.0.0', description: 'Register areas (GeoJSON polygons) with a validity period.' },
@@ -112,17 +122,21 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(accepts)
   // One store per resource: the routes and the auth plugin reach storage through these alone.
   const accounts = accountStore(db)
-  // The plain path, or the same answers with batching and compiled queries (src/fast/).
-  const sources = config.DB_FAST_PATH
-    ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
-    : plainSourceStore(db)
+  // The plain path, or the same answers with batching and compiled queries (src/fast/); with
+  // DATABASE_REPLICA_URLS, one per replica too, reads routed among them (ops/replica-store.ts).
+  const storeOn = (on: Kysely<Database>) => config.DB_FAST_PATH
+    ? fastSourceStore(on, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
+    : plainSourceStore(on)
+  const replicas = await openReplicas(config, db, metrics, app.log)
+  const sources = countedSourceStore(replicas === undefined ? storeOn(db) : replicaSourceStore(storeOn(db), replicas, (r) => storeOn(r.db)), metrics)
 
   await app.register(dbPlugin, { db })
   await app.register(authPlugin, { config, accounts })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
+  await app.register(replicasPlugin, { replicas })
 
-  await app.register(healthRoutes, { health: healthStore(db) })
+  await app.register(healthRoutes, { health: healthStore(db), replicas: replicas === undefined ? undefined : () => replicas.states() })
   await app.register(tokenRoutes, { config, accounts })
   await app.register(sourcesRoutes, { config, store: sources })
   await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
