@@ -1,15 +1,16 @@
 // Read replicas (DATABASE_REPLICA_URLS): which replica a read may go to, and read-your-writes.
 //
 // Each replica is checked every REPLICA_CHECK_MS: its replay position (pg_last_wal_replay_lsn)
-// against the primary's WAL positions sampled at each check. Its lag is how long ago the primary
+// against the primary's WAL insert positions sampled at each check (pg_current_wal_insert_lsn: a
+// commit's record is there as soon as it returns, even with synchronous_commit off). Its lag is how long ago the primary
 // had first written WAL the replica has not replayed yet (0 when it has replayed everything
 // sampled), so an idle primary does not make a caught-up replica look late. A replica that does not
 // answer, is not in recovery, or lags more than REPLICA_MAX_LAG_MS is skipped until a check finds
 // it well again; a read that fails on it as unavailable marks it down at once and is retried on
 // the primary.
 //
-// Read your writes: after a write commits, the primary's WAL position (pg_current_wal_lsn(),
-// taken after the commit, so at or past its commit record) is the write's LSN. It is answered in
+// Read your writes: after a write commits, the primary's WAL insert position
+// (pg_current_wal_insert_lsn(), taken after the commit, so past its commit record) is the write's LSN. It is answered in
 // the X-Min-LSN header and remembered for the account in this instance. A read whose request
 // carries an X-Min-LSN (echoed by the client, to whichever instance) or whose account wrote here
 // goes to a replica that has replayed that far, waiting up to REPLICA_MAX_WAIT_MS for one, and
@@ -152,7 +153,7 @@ export class Replicas {
 
   private async checkAll (): Promise<void> {
     try {
-      const { rows } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(this.primary)
+      const { rows } = await sql<{ lsn: string }>`SELECT pg_current_wal_insert_lsn()::text AS lsn`.execute(this.primary)
       const lsn = parseLsn(rows[0]?.lsn)
       if (lsn !== undefined) this.samples.push({ at: performance.now(), lsn })
       // Enough history to tell a lag past REPLICA_MAX_LAG_MS, and no more.
@@ -253,7 +254,9 @@ export class Replicas {
     this.nextLsn ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
       this.nextLsn = undefined
       try {
-        const { rows } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(this.primary)
+        // The insert position, not pg_current_wal_lsn() (what is written out): with
+        // synchronous_commit off a commit returns while its record may still be in WAL buffers.
+        const { rows } = await sql<{ lsn: string }>`SELECT pg_current_wal_insert_lsn()::text AS lsn`.execute(this.primary)
         return parseLsn(rows[0]?.lsn) ?? UNKNOWN_LSN
       } catch (err) {
         this.opts.log.warn({ err }, 'could not read the WAL position after a write: its account reads the primary')
