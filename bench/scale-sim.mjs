@@ -33,16 +33,15 @@ const q = (text, values) => db.query(text, values)
 const accountId = (await q(`SELECT id FROM accounts WHERE email = 'sim@example.org'`)).rows[0].id
 const ms = async (fn) => { const t0 = performance.now(); const r = await fn(); return [performance.now() - t0, r] }
 
-// The cells of a box (1°, x-major ids as sql/008's coarse lock keys), and the first cell two
-// boxes share: that of the lower-left corner of their common box.
+// The cells of a box (1°, x-major ids as sql/008's coarse lock keys). The first cell two boxes
+// share is that of the lower-left corner of their common box, written out in each query (as
+// sim_cell(greatest(xmin, xmin'), greatest(ymin, ymin'))) so that PostgreSQL inlines it.
 await q(`
 CREATE FUNCTION sim_cell(x float8, y float8) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
   RETURN ((floor(x)::integer + 180) * 181 + (floor(y)::integer + 90));
 CREATE FUNCTION sim_cells(b box2d) RETURNS integer[] LANGUAGE sql IMMUTABLE PARALLEL SAFE
   RETURN ARRAY(SELECT sim_cell(x, y) FROM generate_series(floor(ST_XMin(b))::integer, floor(ST_XMax(b))::integer) AS x,
     generate_series(floor(ST_YMin(b))::integer, floor(ST_YMax(b))::integer) AS y ORDER BY 1);
-CREATE FUNCTION sim_first_cell(a box2d, b box2d) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
-  RETURN sim_cell(greatest(ST_XMin(a), ST_XMin(b)), greatest(ST_YMin(a), ST_YMin(b)));
 CREATE TABLE sim_source_cells (
   cell integer NOT NULL, id text NOT NULL, home integer NOT NULL,
   geom geometry(Polygon, 4326) NOT NULL, period tstzrange NOT NULL, area_m2 float8 NOT NULL,
@@ -52,8 +51,11 @@ CREATE TABLE sim_pairs (cell integer NOT NULL, source_id text NOT NULL, other_id
 for (let i = 0; i < SHARDS; i++) await q(`CREATE TABLE sim_source_cells_${i} PARTITION OF sim_source_cells FOR VALUES WITH (MODULUS ${SHARDS}, REMAINDER ${i})`)
 // (cell, geom): a shard's own spatial index, the cell first as the shard key would be.
 await q('CREATE INDEX sim_source_cells_cell_geom ON sim_source_cells USING gist (cell, geom)')
-// As the real trigger (sql/008): partners through the spatial index, whatever the statistics say.
+await q('CREATE INDEX sim_source_cells_id ON sim_source_cells (id)')
+// As the real trigger (sql/008): partners through the spatial index, whatever the statistics say,
 await q('SET enable_seqscan = off')
+// … and without JIT, which the disabled scans' cost would switch on for every statement.
+await q('SET jit = off')
 
 // The data: a 4° × 4° region (16 cells), 90 % boxes of 0.002–0.01°, 9 % of 0.05–0.3°, 1 % of
 // 0.5–1.5°; periods of 1–3 months in 2024. Ids sorted as inserted.
@@ -80,19 +82,25 @@ async function simInsert (batch, { only = false } = {}) {
     CROSS JOIN LATERAL (SELECT ST_MakeEnvelope(t.x, t.y, t.x + t.size, t.y + t.size, 4326) AS geom) AS g
     CROSS JOIN LATERAL unnest(sim_cells(g.geom::box2d)) AS c(cell)`, batchArgs(batch))
   const ids = batch.map((r) => r.id)
+
   const cells = only ? `AND n.cell = ANY(${'$3'}::integer[]) AND o.cell = ANY(${'$3'}::integer[])` : ''
   const values = [ids, sourcesTolerance]
   if (only) values.push([...new Set(batch.flatMap((r) => cellsOf(r)))])
-  await q(`INSERT INTO sim_pairs (cell, source_id, other_id, overlap_m2)
+  // The new ids as a relation (a hashed lookup), not an array searched per candidate.
+  const explain = process.env.SIM_EXPLAIN === '1' && !only && batch[0].id.endsWith('1000') ? 'EXPLAIN (ANALYZE, BUFFERS) ' : ''
+  const plan = await q(`${explain}WITH new AS MATERIALIZED (SELECT unnest($1::text[]) AS id)
+    , n AS MATERIALIZED (SELECT * FROM sim_source_cells WHERE id IN (SELECT id FROM new) ${cells.replace(/n\.cell/, 'cell').replace(/ AND o\.cell.*$/, '')})
+    INSERT INTO sim_pairs (cell, source_id, other_id, overlap_m2)
     SELECT n.cell, d.a, d.b, x.overlap_m2
-    FROM sim_source_cells AS n
+    FROM n
     JOIN sim_source_cells AS o ON o.cell = n.cell AND o.geom && n.geom AND NOT isempty(o.period * n.period) AND o.id <> n.id
     CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, $2) AS overlap_m2 OFFSET 0) AS x
     CROSS JOIN LATERAL (VALUES (n.id, o.id), (o.id, n.id)) AS d (a, b)
-    WHERE n.id = ANY($1::text[]) ${cells}
-      AND n.cell = sim_first_cell(n.geom::box2d, o.geom::box2d)
-      AND (n.id < o.id OR NOT o.id = ANY($1::text[]))
+    WHERE true ${cells}
+      AND n.cell = sim_cell(greatest(ST_XMin(n.geom), ST_XMin(o.geom)), greatest(ST_YMin(n.geom), ST_YMin(o.geom)))
+      AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM new AS m WHERE m.id = o.id))
       AND x.overlap_m2 IS NOT NULL`, values)
+  if (explain !== '') for (const r of plan.rows) log(r['QUERY PLAN'])
 }
 const cellsOf = (r) => {
   const out = []
@@ -141,8 +149,14 @@ for (let i = 0; i < QUERIES; i++) {
   const [tr, a] = await ms(() => q(`SELECT id FROM sources WHERE geom && ST_MakeEnvelope($1, $2, $3, $4, 4326) AND ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326))`, env))
   const cells = cellsOf({ x, y, size })
   const [ts, b] = await ms(() => q(`SELECT id FROM sim_source_cells WHERE cell = ANY($5::integer[]) AND geom && ST_MakeEnvelope($1, $2, $3, $4, 4326)
-    AND ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326)) AND cell = sim_first_cell(geom::box2d, ST_MakeEnvelope($1, $2, $3, $4, 4326)::box2d)`, [...env, cells]))
+    AND ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326)) AND cell = sim_cell(greatest(ST_XMin(geom), $1), greatest(ST_YMin(geom), $2))`, [...env, cells]))
   realList.push(tr); simList.push(ts); queryCells.push(cells.length)
+  if (process.env.SIM_EXPLAIN === '1') log(`listing ${i}: real ${tr.toFixed(2)} ms, cells ${ts.toFixed(2)} ms`)
+  if (process.env.SIM_EXPLAIN === '1' && i === 0) {
+    for (const r of (await q(`EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM sim_source_cells WHERE cell = ANY($5::integer[]) AND geom && ST_MakeEnvelope($1, $2, $3, $4, 4326)
+    AND ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326)) AND cell = sim_cell(greatest(ST_XMin(geom), $1), greatest(ST_YMin(geom), $2))`, [...env, cells])).rows) log(r['QUERY PLAN'])
+    for (const r of (await q(`EXPLAIN (ANALYZE, BUFFERS) SELECT id FROM sources WHERE geom && ST_MakeEnvelope($1, $2, $3, $4, 4326) AND ST_Intersects(geom, ST_MakeEnvelope($1, $2, $3, $4, 4326))`, env)).rows) log(r['QUERY PLAN'])
+  }
   const ids = b.rows.map((r) => r.id)
   duplicates += ids.length - new Set(ids).size
   const want = new Set(a.rows.map((r) => r.id))
@@ -158,8 +172,8 @@ const lines = [
   `- conflict pairs: real ${real.size}, cell-local ${sim.size} (${simRows / 2} found, each once: ${simRows / 2 === sim.size ? 'yes' : 'NO'}); only in real ${onlyInReal}, only in cell-local ${onlyInSim}; largest overlap_m2 difference ${overlapDiff}`,
   `- home cell alone would find ${homeOnly} of ${real.size} pairs (${(100 * (1 - homeOnly / real.size)).toFixed(1)} % missed)`,
   `- bulk load of ${bulk.length} in batches of 1,000: real trigger ${(bulk.length / realBulkMs * 1000).toFixed(0)} sources/s, cell-local ${(bulk.length / simBulkMs * 1000).toFixed(0)} sources/s`,
-  `- one write at a time (${SINGLE}): real mean ${mean(realSingle).toFixed(2)} ms (p99 ${pct(realSingle, 0.99).toFixed(2)}), cell-local mean ${mean(simSingle).toFixed(2)} ms (p99 ${pct(simSingle, 0.99).toFixed(2)}); cells per write: ${singleCells.filter((c) => c === 1).length} in one cell, mean ${mean(singleCells).toFixed(2)}, max ${Math.max(...singleCells)}`,
-  `- bbox listings (${QUERIES}, 0.05–1.5°): equal ${listingsEqual} of ${QUERIES}, duplicates ${duplicates}; real mean ${mean(realList).toFixed(2)} ms, cell-local mean ${mean(simList).toFixed(2)} ms; cells per query mean ${mean(queryCells).toFixed(2)}, max ${Math.max(...queryCells)}`
+  `- one write at a time (${SINGLE}): real median ${pct(realSingle, 0.5).toFixed(2)} ms (p99 ${pct(realSingle, 0.99).toFixed(2)}), cell-local median ${pct(simSingle, 0.5).toFixed(2)} ms (p99 ${pct(simSingle, 0.99).toFixed(2)}); cells per write: ${singleCells.filter((c) => c === 1).length} in one cell, mean ${mean(singleCells).toFixed(2)}, max ${Math.max(...singleCells)}`,
+  `- bbox listings (${QUERIES}, 0.05–1.5°): equal ${listingsEqual} of ${QUERIES}, duplicates ${duplicates}; real median ${pct(realList, 0.5).toFixed(2)} ms (p99 ${pct(realList, 0.99).toFixed(2)}), cell-local median ${pct(simList, 0.5).toFixed(2)} ms (p99 ${pct(simList, 0.99).toFixed(2)}); cells per query mean ${mean(queryCells).toFixed(2)}, max ${Math.max(...queryCells)}`
 ]
 process.stdout.write(`${lines.join('\n')}\n`)
 await db.end()
