@@ -2,6 +2,7 @@
 // account to the sources store (an AsyncLocalStorage entered just before the handler, once the
 // account is known and the body read), and a request that wrote answers the write's LSN in
 // X-Min-LSN. Without DATABASE_REPLICA_URLS it adds nothing. The replicas' pools close with the app.
+import { AsyncResource } from 'node:async_hooks'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
@@ -42,6 +43,13 @@ export default fp<{ replicas: Replicas | undefined }>(async (app, { replicas }) 
   app.addHook('onSend', async (request, reply, payload) => {
     const written = contexts.get(request)?.written
     if (written !== undefined) void reply.header(MIN_LSN_HEADER, formatLsn(written))
+    // A streamed body (a large items page) reads its later chunks when the socket drains, in the
+    // socket's async context, not the request's: its _read is bound to the request's, so that
+    // every chunk's read carries the request's X-Min-LSN and account.
+    const stream = payload as { _read?: unknown } | null
+    if (stream !== null && typeof stream === 'object' && typeof stream._read === 'function') {
+      stream._read = AsyncResource.bind(stream._read as (...args: unknown[]) => unknown, 'SourceRegistryRead', stream)
+    }
     return payload
   })
   app.addHook('onClose', async () => { await replicas.stop() })
