@@ -2,7 +2,7 @@
 // loopback port, stop and remove on exit. PostgreSQL refuses to run as root, so as root the server
 // runs as the `postgres` user.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, chownSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, rmSync, chownSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -64,6 +64,37 @@ export async function startPostgis ({ log = () => {} } = {}) {
     rmSync(dir, { recursive: true, force: true })
   }
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, stop }
+}
+
+/**
+ * A streaming replica of a cluster that startPostgis started (its defaults allow it: wal_level
+ * replica, and initdb's pg_hba.conf trusts replication connections from 127.0.0.1): a
+ * pg_basebackup -R of it, started on a free loopback port of its own. Returns { url, port, start,
+ * stopServer, stop }: stopServer stops it (fast shutdown) and start starts it again; stop also
+ * removes it and is idempotent.
+ */
+export async function startReplica (primary, { log = () => {} } = {}) {
+  const bin = binDir()
+  const dir = mkdtempSync(join(tmpdir(), 'source-registry-replica-'))
+  if (asRoot) chownSync(dir, ...uidGid('postgres'))
+  const data = join(dir, 'data')
+  const port = await freePort()
+  log(`pg_basebackup of 127.0.0.1:${primary.port} into ${data}`)
+  run(join(bin, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-c', 'fast'])
+  // The copy has the primary's postgresql.auto.conf; later lines win.
+  appendFileSync(join(data, 'postgresql.auto.conf'), [`port = ${port}`, `unix_socket_directories = '${dir}'`, ''].join('\n'))
+  const start = () => run(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start'])
+  const stopServer = () => run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop'])
+  start()
+  log(`replica listening on 127.0.0.1:${port}`)
+  let stopped = false
+  const stop = () => {
+    if (stopped) return
+    stopped = true
+    try { run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']) } catch { /* already gone */ }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, start, stopServer, stop }
 }
 
 function uidGid (user) {

@@ -24,6 +24,11 @@ import { accountStore } from './accounts/accounts.store.js'
 import { apiKeyStore } from './accounts/api-keys.store.js'
 import { LoginThrottle } from './accounts/login-throttle.js'
 import { healthStore } from './ops/health.store.js'
+import { createMetrics } from './ops/metrics.js'
+import { countedSourceStore } from './ops/counted-store.js'
+import { replicaSourceStore } from './ops/replica-store.js'
+import metricsPlugin from './plugins/metrics.js'
+import replicasPlugin, { openReplicas } from './plugins/replicas.js'
 import healthRoutes from './ops/health.routes.js'
 import tokenRoutes from './accounts/token.routes.js'
 import oauthRoutes from './accounts/oauth.routes.js'
@@ -82,6 +87,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })
 
+  // Before the routes, so that every route is timed (when metrics are on: METRICS_TOKEN or METRICS_PORT).
+  const metrics = createMetrics()
+  metrics.addPool('primary', db)
+  await app.register(metricsPlugin, { config, metrics })
+
   await app.register(swagger, swaggerOptions)
   // Before the routes, which refer to them (errorResponses).
   for (const schema of ErrorBodySchemas) app.addSchema(schema)
@@ -126,17 +136,21 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
     windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
   })
-  // The plain path, or the same answers with batching and compiled queries (src/fast/).
-  const sources = config.DB_FAST_PATH
-    ? fastSourceStore(db, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
-    : plainSourceStore(db)
+  // The plain path, or the same answers with batching and compiled queries (src/fast/); with
+  // DATABASE_REPLICA_URLS, one per replica too, reads routed among them (ops/replica-store.ts).
+  const storeOn = (on: Kysely<Database>) => config.DB_FAST_PATH
+    ? fastSourceStore(on, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
+    : plainSourceStore(on)
+  const replicas = await openReplicas(config, db, metrics, app.log)
+  const sources = countedSourceStore(replicas === undefined ? storeOn(db) : replicaSourceStore(storeOn(db), replicas, (r) => storeOn(r.db)), metrics)
 
   await app.register(dbPlugin, { db })
   await app.register(authPlugin, { config, accounts, keys: apiKeys, throttle })
   await app.register(rateLimitPlugin, { config })
   await app.register(largeBodiesPlugin, { config })
+  await app.register(replicasPlugin, { replicas })
 
-  await app.register(healthRoutes, { health: healthStore(db) })
+  await app.register(healthRoutes, { health: healthStore(db), replicas: replicas === undefined ? undefined : () => replicas.states() })
   await app.register(tokenRoutes, { accounts, throttle })
   await app.register(oauthRoutes, { config })
   await app.register(apiKeysRoutes, { config, keys: apiKeys })

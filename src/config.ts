@@ -27,6 +27,10 @@ export const ConfigSchema = Type.Object({
   DB_POOL_MODE: Type.Union([Type.Literal('session'), Type.Literal('transaction')], { default: 'session', description: 'session: straight to PostgreSQL (or a session-pooling PgBouncer). transaction: behind a transaction-pooling PgBouncer: no named prepared statements and no startup parameters (statement_timeout, TimeZone); the statement timeout is then enforced by the client.' }),
   DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; further reads wait and go out together as one query.' }),
   DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; further requests wait and go out together as one INSERT.' }),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^postgres(ql)?://[^,]+(,postgres(ql)?://[^,]+)*$', description: 'Comma-separated postgres:// URLs of streaming replicas of DATABASE_URL: reads that tolerate lag (items, GET /sources/?id=, collections) go to a healthy one; writes, and reads that must see them, to the primary.' })),
+  REPLICA_MAX_LAG_MS: Type.Integer({ default: 5000, minimum: 0, description: 'A replica further behind the primary than this is skipped until it catches up.' }),
+  REPLICA_MAX_WAIT_MS: Type.Integer({ default: 100, minimum: 0, maximum: 10000, description: 'Read your writes: a read that must see a write waits this long for a replica to replay it, then reads the primary.' }),
+  REPLICA_CHECK_MS: Type.Integer({ default: 1000, minimum: 50, description: 'How often each replica\'s state and lag are checked.' }),
 
   JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'HMAC key for HS256 tokens, at least 32 bytes. Required with DATABASE_URL; the embedded backend generates one and keeps it in DATA_DIR.' })),
   JWT_ISSUER: Type.String({ default: 'source-registry', minLength: 1 }),
@@ -47,6 +51,9 @@ export const ConfigSchema = Type.Object({
   LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),
   LARGE_BODY_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, description: 'Large bodies read and processed at once; the rest wait before their body is read.' }),
   LARGE_BODY_QUEUE: Type.Integer({ default: 64, minimum: 0, description: 'Large bodies that may wait; beyond this, 503 with Retry-After.' }),
+
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'Serve GET /metrics (Prometheus) on the service\'s port to requests bearing this token.' })),
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Serve GET /metrics (Prometheus), without a token, on this port of HOST instead. Without it and METRICS_TOKEN there are no metrics.' })),
 
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
   RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),
@@ -78,6 +85,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     const config = envSchema<Static<typeof ConfigSchema>>({ schema: structuredClone(ConfigSchema), data, env: false })
     if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
       throw new Error('env HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS')
+    }
+    if (config.DATABASE_REPLICA_URLS !== undefined && config.DATABASE_URL === undefined) {
+      throw new Error('env DATABASE_REPLICA_URLS is set without DATABASE_URL (replicas are of a PostGIS server)')
+    }
+    if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
+      throw new Error('env METRICS_PORT must differ from PORT')
     }
     if (config.ADMIN_PASSWORD !== undefined && config.ADMIN_EMAIL === undefined) {
       throw new Error('env ADMIN_PASSWORD is set without ADMIN_EMAIL')

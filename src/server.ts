@@ -8,6 +8,7 @@ import { bootstrap } from './bootstrap.js'
 import { ConfigError, loadConfig } from './config.js'
 import { DataDirInUseError } from './db/data-dir-lock.js'
 import { errorSerializer } from './log.js'
+import { listenMetrics } from './ops/metrics-server.js'
 
 let config
 try {
@@ -51,10 +52,14 @@ if (started.generatedAdmin !== undefined) {
 
 const app = await buildApp({ config: started.config, db: started.db, loggerInstance: logger })
 
+const metricsServer = config.METRICS_PORT === undefined ? undefined : await listenMetrics(app.metrics.registry, config.HOST, config.METRICS_PORT)
+if (metricsServer !== undefined) app.log.info({ port: config.METRICS_PORT }, 'metrics listening on their own port (GET /metrics)')
+
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   const closing = performance.now()
   if (err !== undefined) app.log.error({ err }, 'fatal error, closing')
   else app.log.info({ signal }, 'closing: draining in-flight requests')
+  metricsServer?.close()
   await app.close()
   app.log.info({ signal, drainMs: Math.round(performance.now() - closing) }, 'closed')
 })

@@ -35,6 +35,7 @@ const tokenRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountStore, throttle:
     const check = await throttle.check(email, request.ip)
     if (check.refused) {
       request.log.info({ email, limit: check.limit, retryAfter: check.retryAfterSeconds }, 'login refused: too many failures')
+      app.metrics.loginRefused.inc({ limit: check.limit })
       throw new ApiError('TOO_MANY_REQUESTS', `Too many failed logins ${check.limit === 'pair' ? 'for this e-mail from your address' : 'from your address'}; retry in ${check.retryAfterSeconds} s.`, {
         headers: { 'retry-after': String(check.retryAfterSeconds) }
       })

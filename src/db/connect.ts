@@ -40,7 +40,16 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
   const onError = opts.onPoolError ?? (() => {})
   pool.on('error', onError)
   pool.on('connect', (client) => { client.on('error', onError) })
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  pools.set(db, pool)
+  return db
+}
+
+const pools = new WeakMap<Kysely<Database>, pg.Pool>()
+
+/** The pg pool under a database opened by connect (for its metrics); undefined for any other (embedded). */
+export function poolOf (db: Kysely<Database>): pg.Pool | undefined {
+  return pools.get(db)
 }
 
 /** postgres://user:secret@host/db → postgres://user@host/db, for logs and the CLI. */

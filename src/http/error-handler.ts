@@ -86,6 +86,7 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
     // Not the client's error, nor a bug: the database was too slow for the time the service
     // gives a statement (overloaded, or this request is very large). Nothing was stored.
     request.log.error({ err }, 'statement timeout')
+    request.server.metrics?.statementTimeouts.inc()
     headers['retry-after'] = DB_RETRY_AFTER_SECONDS
     return { status: 503, code: 'SERVICE_UNAVAILABLE', message: `The database did not finish this request in time, and nothing was stored; retry later, or send less at once (request ${request.id}).` }
   }

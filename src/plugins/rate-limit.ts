@@ -45,6 +45,7 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     max: config.RATE_LIMIT_MAX,
     timeWindow: config.RATE_LIMIT_WINDOW_SECONDS * 1000,
     ...(redis !== undefined ? { redis, nameSpace: 'source-registry:rate:', skipOnError: true } : {}),
+    onExceeded: () => { app.metrics.rateLimited.inc() },
     keyGenerator: (request) => {
       const account = request.account
       if (account === null || account === undefined) return `ip:${request.ip}`
@@ -53,4 +54,4 @@ export default fp<{ config: Config }>(async (app, { config }) => {
     errorResponseBuilder: (_request, context) => new ApiError('TOO_MANY_REQUESTS',
       `Rate limit exceeded: at most ${context.max} requests per ${context.after}; retry in ${Math.ceil(context.ttl / 1000)} s.`)
   })
-}, { name: 'rate-limit', fastify: '5.x', dependencies: ['auth'] })
+}, { name: 'rate-limit', fastify: '5.x', dependencies: ['auth', 'metrics'] })

@@ -1,0 +1,68 @@
+// Prometheus metrics (prom-client), one registry per app: HTTP requests by route pattern, method
+// and status; the database pools; statement timeouts; rate-limit and login-throttle refusals;
+// conflict pairs recorded; the replicas (ops/replicas.ts registers its own); Node's default
+// process metrics. Labels never carry an id: a route is its pattern (/collections/sources/items/:id),
+// a request no route matched is "unmatched".
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/database.js'
+import { poolOf } from '../db/connect.js'
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+
+/** A request's method as a label: one of HTTP's usual ones, or "other" (a client may send any token). */
+export const methodLabel = (method: string): string => METHODS.has(method) ? method : 'other'
+
+/** The label of a request no route matched (404s, 405s, the router's own 400/414). */
+export const UNMATCHED = 'unmatched'
+
+export interface Metrics {
+  registry: Registry
+  requests: Counter<'route' | 'method' | 'status'>
+  duration: Histogram<'route' | 'method' | 'status'>
+  statementTimeouts: Counter
+  rateLimited: Counter
+  loginRefused: Counter<'limit'>
+  conflictPairs: Counter
+  /** The pools whose size, use and queue are reported, by name ("primary", "replica-1", …). */
+  addPool: (name: string, db: Kysely<Database>) => void
+}
+
+export function createMetrics (): Metrics {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const pools = new Map<string, Kysely<Database>>()
+  const poolGauge = (name: string, help: string, read: (p: { totalCount: number, idleCount: number, waitingCount: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pool'],
+      registers: [registry],
+      collect () {
+        this.reset()
+        for (const [pool, db] of pools) {
+          const p = poolOf(db)
+          if (p !== undefined) this.set({ pool }, read(p))
+        }
+      }
+    })
+  poolGauge('source_registry_db_pool_size', 'Connections open in the pool.', (p) => p.totalCount)
+  poolGauge('source_registry_db_pool_in_use', 'Connections of the pool running a query or a transaction.', (p) => p.totalCount - p.idleCount)
+  poolGauge('source_registry_db_pool_waiting', 'Queries waiting for a connection of the pool.', (p) => p.waitingCount)
+  return {
+    registry,
+    requests: new Counter({ name: 'source_registry_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] }),
+    duration: new Histogram({
+      name: 'source_registry_http_request_duration_seconds',
+      help: 'Time from a request\'s arrival to its response\'s end, by route pattern, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry]
+    }),
+    statementTimeouts: new Counter({ name: 'source_registry_db_statement_timeouts_total', help: 'Requests answered 503 because a statement ran past DB_STATEMENT_TIMEOUT_MS.', registers: [registry] }),
+    rateLimited: new Counter({ name: 'source_registry_rate_limit_rejections_total', help: 'Requests refused 429 by the request rate limit (RATE_LIMIT_MAX).', registers: [registry] }),
+    loginRefused: new Counter({ name: 'source_registry_login_throttle_rejections_total', help: 'Logins refused 429 by the login throttle, by the limit reached (pair, address).', labelNames: ['limit'], registers: [registry] }),
+    conflictPairs: new Counter({ name: 'source_registry_conflict_pairs_total', help: 'Conflict pairs (two sources claiming the same land for the same time) recorded by writes of this instance.', registers: [registry] }),
+    addPool: (name, db) => { pools.set(name, db) }
+  }
+}

@@ -1,0 +1,39 @@
+// The `metrics` decorator (ops/metrics.ts) and, when metrics are on (METRICS_TOKEN or
+// METRICS_PORT), the hooks that time every request, and GET /metrics on the service's port for
+// requests bearing METRICS_TOKEN. Off by default: without either variable nothing is timed and
+// /metrics is a 404. Not in the OpenAPI document (schema.hide): it is for the operator's scraper.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.js'
+import { ApiError } from '../errors.js'
+import { type Metrics, UNMATCHED, methodLabel } from '../ops/metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Metrics
+  }
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest()
+const bearerOf = (header: string | undefined): string | undefined => header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1]
+
+export default fp<{ config: Config, metrics: Metrics }>(async (app, { config, metrics }) => {
+  app.decorate('metrics', metrics)
+  if (config.METRICS_TOKEN === undefined && config.METRICS_PORT === undefined) return
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { route: request.routeOptions.url ?? UNMATCHED, method: methodLabel(request.method), status: String(reply.statusCode) }
+    metrics.requests.inc(labels)
+    metrics.duration.observe(labels, reply.elapsedTime / 1000)
+  })
+
+  if (config.METRICS_TOKEN === undefined) return
+  const expected = digest(config.METRICS_TOKEN)
+  app.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
+    const token = bearerOf(request.headers.authorization)
+    if (token === undefined || !timingSafeEqual(digest(token), expected)) {
+      throw new ApiError('UNAUTHORIZED', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>".', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } })
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+}, { name: 'metrics', fastify: '5.x' })
