@@ -97,7 +97,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
 const RETRY_AFTER = header('Seconds to wait before retrying.')
 // The headers an error of a status comes with (the error handler, auth.ts, rate-limit.ts).
 const ERROR_HEADERS: Partial<Record<ErrorHttpStatus, Record<string, HeaderDoc>>> = {
-  401: { 'WWW-Authenticate': header('Bearer realm="source-registry", with error="invalid_token" when a token was sent (RFC 6750).') },
+  401: { 'WWW-Authenticate': header('Bearer; on the operations that need a token, with realm="source-registry" and, when a token was sent, error="invalid_token" (RFC 6750).') },
   405: { Allow: header('The methods the path is served with.') },
   413: { Connection: header('close') },
   429: {
