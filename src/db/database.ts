@@ -29,6 +29,14 @@ export interface SourcesTable {
   area_m2: ColumnType<number, never, never>
 }
 
+/** Per-cell change counters for the tiles' ETags (sql/016_tile_changes.sql). */
+export interface TileChangesTable {
+  z: number
+  x: number
+  y: number
+  n: ColumnType<string, never, never>
+}
+
 export interface MigrationsTable {
   name: string
   checksum: string
@@ -38,6 +46,7 @@ export interface MigrationsTable {
 export interface Database {
   accounts: AccountsTable
   sources: SourcesTable
+  tile_changes: TileChangesTable
   schema_migrations: MigrationsTable
 }
 

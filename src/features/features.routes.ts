@@ -22,7 +22,13 @@ const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
-  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'
+  'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+  // src/tiles/
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/core',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt'
 ]
 
 /** The service's own absolute base URL as the client reached it (X-Forwarded-* with TRUST_PROXY). */
@@ -75,7 +81,8 @@ function collectionDoc (base: string, extent: SourcesExtent) {
     links: [
       { href: `${base}/collections/sources`, rel: 'self', type: 'application/json', title: 'This collection' },
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
-      { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: 'application/schema+json', title: 'JSON Schema of the properties' }
+      { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: 'application/schema+json', title: 'JSON Schema of the properties' },
+      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' }
     ]
   }
 }
