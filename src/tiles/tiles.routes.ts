@@ -41,7 +41,10 @@ function parseFilter (query: { datetime?: string, organisation?: string }, isAdm
   return filter
 }
 
-/** z/row/col as the path has them: whole numbers (else 400), inside the tile matrix set (else 404). */
+/**
+ * z/row/col as the path has them: whole numbers (else 400), inside the tile matrix set (else 404).
+ * The column may end in .pbf or .mvt: GDAL's MVT driver (3.6) opens a tile URL only with one.
+ */
 function parseTile (params: { tileMatrix: string, tileRow: string, tileCol: string }): Tile {
   const details: ErrorDetail[] = []
   const whole = (text: string, name: string): number => {
@@ -50,7 +53,7 @@ function parseTile (params: { tileMatrix: string, tileRow: string, tileCol: stri
   }
   const z = whole(params.tileMatrix, 'tileMatrix')
   const y = whole(params.tileRow, 'tileRow')
-  const x = whole(params.tileCol, 'tileCol')
+  const x = whole(params.tileCol.replace(/\.(?:pbf|mvt)$/, ''), 'tileCol')
   if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
   if (z > MAX_ZOOM) throw new ApiError('NOT_FOUND', `No tile matrix ${z} in WebMercatorQuad: zoom is 0 to ${MAX_ZOOM}.`)
   if (x >= 2 ** z || y >= 2 ** z) throw new ApiError('NOT_FOUND', `No tile ${z}/${y}/${x}: at zoom ${z} rows and columns are 0 to ${2 ** z - 1}.`)

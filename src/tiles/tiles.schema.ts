@@ -20,7 +20,7 @@ export const TileQuerySchema = Type.Object({
 export const TileParamsSchema = Type.Object({
   tileMatrix: Type.String({ description: 'Zoom, 0–22.' }),
   tileRow: Type.String({ description: 'Row from the north, 0 to 2^zoom − 1.' }),
-  tileCol: Type.String({ description: 'Column from the west, 0 to 2^zoom − 1.' })
+  tileCol: Type.String({ description: 'Column from the west, 0 to 2^zoom − 1; a .pbf or .mvt suffix is allowed (GDAL\'s MVT driver wants one).' })
 })
 
 export const TileSetSchema = Type.Object({

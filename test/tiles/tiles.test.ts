@@ -120,7 +120,7 @@ t.test('scope, the admin\'s organisation and datetime filter like items', async 
 })
 
 t.test('400 for a path that is no whole number, 404 outside the matrix, 204 for an empty tile', async (t) => {
-  for (const path of ['1.5/0/0', '-1/0/0', '1/a/0', '1/0/0x1', '1/0/%20']) {
+  for (const path of ['1.5/0/0', '-1/0/0', '1/a/0', '1/0/0x1', '1/0/%20', '1/0/0.json', '1/0.pbf/0']) {
     expectError(t, await get(`/collections/sources/tiles/WebMercatorQuad/${path}`), 400, 'VALIDATION_FAILED')
   }
   for (const path of ['23/0/0', '1/2/0', '1/0/2', '0/1/0', '99999999999/0/0']) {
@@ -135,6 +135,7 @@ t.test('400 for a path that is no whole number, 404 outside the matrix, 204 for 
   t.equal(z22.statusCode, 200, 'zoom 22 inside a source')
   t.same(names(decode(z22.rawPayload, tileOf(10.25, 50.25, 22))), ['a-jan', 'a-jun'])
   t.equal((await get(tileUrl([0, 0, 0]))).statusCode, 200, 'the world')
+  t.same((await get(tileUrl([0, 0, 0], '.pbf'))).rawPayload, (await get(tileUrl([0, 0, 0]))).rawPayload, 'a .pbf suffix (GDAL)')
 })
 
 t.test('the antimeridian and the poles', async (t) => {
