@@ -35,6 +35,8 @@ import oauthRoutes from './accounts/oauth.routes.js'
 import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
+import tilesRoutes from './tiles/tiles.routes.js'
+import { plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -156,6 +158,12 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(apiKeysRoutes, { config, keys: apiKeys })
   await app.register(sourcesRoutes, { config, store: sources })
   await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(tilesRoutes, {
+    store: plainTileStore(db, { maxBytes: config.TILES_MAX_BYTES }),
+    maxFeatures: config.TILES_MAX_FEATURES,
+    maxBytes: config.TILES_MAX_BYTES,
+    maxAgeSeconds: config.TILES_MAX_AGE_SECONDS
+  })
   await app.register(mapRoutes, { config })
   app.get('/openapi.json', {
     config: { rateLimit: false },

@@ -45,6 +45,14 @@ export interface SourcesTable {
   area_m2: ColumnType<number, never, never>
 }
 
+/** Per-cell change counters for the tiles' ETags (sql/016_tile_changes.sql). */
+export interface TileChangesTable {
+  z: number
+  x: number
+  y: number
+  n: ColumnType<string, never, never>
+}
+
 export interface MigrationsTable {
   name: string
   checksum: string
@@ -55,6 +63,7 @@ export interface Database {
   accounts: AccountsTable
   api_keys: ApiKeysTable
   sources: SourcesTable
+  tile_changes: TileChangesTable
   schema_migrations: MigrationsTable
 }
 

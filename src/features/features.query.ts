@@ -62,7 +62,7 @@ function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
   return undefined
 }
 
-function parseDatetime (text: string, details: ErrorDetail[]): ListFilter['datetime'] {
+export function parseDatetime (text: string, details: ErrorDetail[]): ListFilter['datetime'] {
   const instant = (part: string, which: string): string | null | undefined => {
     if (part === '..' || part === '') return null
     // GDAL's OAPIF driver (3.6) sends a date alone as "2024-05-01T": read it as the date.

@@ -31,7 +31,13 @@ const CONFORMANCE = [
   // queryables-query-parameters, case- and accent-insensitive comparison, arrays, functions, arithmetic.
   ...['filter', 'features-filter', 'queryables'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
   ...['cql2-text', 'cql2-json', 'basic-cql2', 'advanced-comparison-operators', 'basic-spatial-functions', 'basic-spatial-functions-plus',
-    'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`)
+    'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`),
+  // src/tiles/
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/core',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets',
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt'
 ]
 const SCHEMA_JSON = 'application/schema+json'
 
@@ -86,7 +92,8 @@ function collectionDoc (base: string, extent: SourcesExtent) {
       { href: `${base}/collections/sources`, rel: 'self', type: 'application/json', title: 'This collection' },
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
       { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
-      { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' }
+      { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' },
+      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' }
     ]
   }
 }

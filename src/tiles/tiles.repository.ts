@@ -1,0 +1,137 @@
+// The MVT query and the change counters of a tile, on PostGIS. The query is pg_tileserv's and
+// martin's: ST_AsMVTGeom over ST_TileEnvelope, found with `geom &&` the tile's box in CRS84 (the
+// query box is transformed, never the column, so the GiST index serves it). Two additions keep a
+// zoomed-out tile useful and bounded: a source smaller than the mark cell (TILE_MARK_UNITS tile
+// units) in both directions is drawn as that cell, one mark per cell for all the small sources
+// in it (tippecanoe's tiny-polygon reduction: where data is and how dense it is stays visible),
+// and at most `maxFeatures` features, the largest first.
+import { type RawBuilder, sql } from 'kysely'
+import type { Db, Scope } from '../db/database.js'
+import { isoUtc } from '../db/postgis.js'
+import { BUFFER, EXTENT, MAX_LAT, type Tile, WORLD_M, changeCells, searchBox, tileSizeM } from './tile-matrix.js'
+
+/** Side of a mark, in tile units: 2 screen pixels of a 256-pixel tile. */
+export const TILE_MARK_UNITS = 32
+
+export interface TileFilter {
+  datetime?: { at?: string, from?: string, to?: string }
+  /** An admin's organisation parameter. */
+  organisation?: string
+}
+
+export interface TileInput { tile: Tile, scope: Scope, filter: TileFilter, maxFeatures: number }
+
+function where (scope: Scope, filter: TileFilter): RawBuilder<unknown> {
+  const parts: Array<RawBuilder<unknown>> = []
+  if (scope !== 'all') parts.push(sql`s.organisation = ${scope.organisation}`)
+  if (filter.organisation !== undefined) parts.push(sql`s.organisation = ${filter.organisation}`)
+  const dt = filter.datetime
+  if (dt?.at !== undefined) parts.push(sql`s.period @> ${dt.at}::timestamptz`)
+  else if (dt?.from !== undefined || dt?.to !== undefined) parts.push(sql`s.period && tstzrange(${dt.from ?? null}::timestamptz, ${dt.to ?? null}::timestamptz, '[]')`)
+  return parts.length === 0 ? sql`true` : sql.join(parts, sql` AND `)
+}
+
+// Web Mercator metres of a longitude and of a latitude (clamped at ±85.0511°), as SQL arithmetic:
+// a source's size and place are read from its box without transforming the geometry.
+const mercX = (lon: RawBuilder<unknown>): RawBuilder<number> => sql<number>`(${lon} * ${WORLD_M / 360}::float8)`
+const mercY = (lat: RawBuilder<unknown>): RawBuilder<number> =>
+  sql<number>`(6378137 * ln(tan(pi() / 4 + radians(greatest(${-MAX_LAT}::float8, least(${MAX_LAT}::float8, ${lat}))) / 2)))`
+
+/** The features of a tile in tile units, with their attributes, as the query draws them. */
+export interface DrawnFeature {
+  id: string | null
+  feature_id: string | null
+  start_at: string | null
+  end_at: string | null
+  area_m2: number
+  conflict: boolean
+  count: string
+  /** GeoJSON of the geometry in tile units (x east, y south), clipped to the buffer, on the unit grid. */
+  geom: string
+}
+
+/** The tile as MVT made by PostGIS (empty when no source is drawn in it). */
+export function tileQuery (db: Db, input: TileInput) {
+  return sql<{ mvt: Buffer | null }>`${drawn(input, 'mvt')} SELECT ST_AsMVT(drawn, 'sources', ${EXTENT}::int, 'geom') AS mvt FROM drawn WHERE geom IS NOT NULL`.execute(db)
+}
+
+/**
+ * The same features with their geometry in tile units, for a PostGIS built without protobuf-c
+ * (the embedded backend's), where ST_AsMVTGeom and ST_AsMVT are missing: mvt-encode.ts makes the
+ * tile from these.
+ */
+export function tileFeaturesQuery (db: Db, input: TileInput) {
+  return sql<DrawnFeature>`${drawn(input, 'geojson')} SELECT * FROM drawn WHERE geom IS NOT NULL`.execute(db)
+}
+
+/** Whether this PostGIS makes MVT itself (built with protobuf-c). */
+export async function hasMvt (db: Db): Promise<boolean> {
+  const { rows } = await sql<{ v: string }>`SELECT postgis_full_version() AS v`.execute(db)
+  return /PROTOBUF=/.test(rows[0]?.v ?? '')
+}
+
+function drawn ({ tile, scope, filter, maxFeatures }: TileInput, output: 'mvt' | 'geojson') {
+  const { z, x, y } = tile
+  const [w, s, e, n] = searchBox(tile)
+  const cell = (tileSizeM(z) * TILE_MARK_UNITS) / EXTENT
+  const simplify = tileSizeM(z) / EXTENT / 2
+  const half = WORLD_M / 2
+  const xmin = sql`ST_XMin(s.geom)`
+  const xmax = sql`ST_XMax(s.geom)`
+  const ymin = sql`ST_YMin(s.geom)`
+  const ymax = sql`ST_YMax(s.geom)`
+  const conflict = sql`EXISTS (SELECT 1 FROM source_conflict_pairs p WHERE p.source_id = s.id)`
+  return sql<{ mvt: Buffer }>`
+WITH hits AS (
+  SELECT s.id, s.feature_id, s.period, s.area_m2, s.geom,
+         ${mercX(xmax)} - ${mercX(xmin)} < ${cell}::float8 AND ${mercY(ymax)} - ${mercY(ymin)} < ${cell}::float8 AS small,
+         floor((${mercX(sql`(${xmin} + ${xmax}) / 2`)} + ${half}::float8) / ${cell}::float8) AS gx,
+         floor((${mercY(sql`(${ymin} + ${ymax}) / 2`)} + ${half}::float8) / ${cell}::float8) AS gy,
+         ${conflict} AS conflict
+  FROM sources s
+  WHERE s.geom && ST_MakeEnvelope(${w}::float8, ${s}::float8, ${e}::float8, ${n}::float8, 4326) AND ${where(scope, filter)}
+), large AS (
+  SELECT id, feature_id, lower(period) AS start_at, upper(period) AS end_at, area_m2, conflict, 1::bigint AS count,
+         ST_Simplify(ST_Transform(
+           CASE WHEN ST_YMax(geom) > ${MAX_LAT}::float8 OR ST_YMin(geom) < ${-MAX_LAT}::float8
+                THEN ST_ClipByBox2D(geom, ST_MakeEnvelope(-180, ${-MAX_LAT}::float8, 180, ${MAX_LAT}::float8, 4326)) ELSE geom END,
+           3857), ${simplify}::float8, true) AS geom
+  FROM hits WHERE NOT small
+  ORDER BY area_m2 DESC, id LIMIT ${maxFeatures}
+), marks AS (
+  SELECT CASE WHEN count(*) = 1 THEN min(id) END AS id, CASE WHEN count(*) = 1 THEN min(feature_id) END AS feature_id,
+         min(lower(period)) AS start_at, max(upper(period)) AS end_at, sum(area_m2) AS area_m2, bool_or(conflict) AS conflict, count(*) AS count,
+         ST_MakeEnvelope(gx * ${cell}::float8 - ${half}::float8, gy * ${cell}::float8 - ${half}::float8,
+                         (gx + 1) * ${cell}::float8 - ${half}::float8, (gy + 1) * ${cell}::float8 - ${half}::float8, 3857) AS geom
+  FROM hits WHERE small
+  GROUP BY gx, gy
+  ORDER BY count(*) DESC, gx, gy LIMIT ${maxFeatures}
+), drawn AS (
+  SELECT id, feature_id, ${isoUtc(sql`start_at`)} AS start_at, ${isoUtc(sql`end_at`)} AS end_at, area_m2, conflict, count,
+         ${output === 'mvt' ? sql`ST_AsMVTGeom(geom, ST_TileEnvelope(${z}::int, ${x}::int, ${y}::int), ${EXTENT}::int, ${BUFFER}::int, true)` : inTileUnits(tile)} AS geom
+  FROM (SELECT *, 0 AS kind FROM large UNION ALL SELECT *, 1 AS kind FROM marks) AS f
+  ORDER BY kind, area_m2 DESC LIMIT ${maxFeatures}
+)`
+}
+
+/** ST_AsMVTGeom's work without it: to tile units (y down), clipped to the buffer, on the unit grid. */
+function inTileUnits ({ z, x, y }: Tile): RawBuilder<unknown> {
+  const size = tileSizeM(z)
+  const k = EXTENT / size
+  const west = -WORLD_M / 2 + x * size
+  const north = WORLD_M / 2 - y * size
+  return sql`NULLIF(ST_AsGeoJSON(ST_RemoveRepeatedPoints(ST_SnapToGrid(ST_ClipByBox2D(
+    ST_Affine(geom, ${k}::float8, 0, 0, ${-k}::float8, ${-west * k}::float8, ${north * k}::float8),
+    ST_MakeEnvelope(${-BUFFER}::int, ${-BUFFER}::int, ${EXTENT + BUFFER}::int, ${EXTENT + BUFFER}::int, 3857)), 1)), 0), '{"type":"GeometryCollection","geometries":[]}')`
+}
+
+/**
+ * The sum of the change counters around the tile (every counter zoom, the buffered tile's
+ * cells): it grows with every write whose rows touch the tile, and only then.
+ */
+export async function tileChanges (db: Db, tile: Tile): Promise<string> {
+  const ranges = changeCells(tile).map((c) =>
+    sql`(z = ${c.z} AND x BETWEEN ${c.x0} AND ${c.x1} AND y BETWEEN ${c.y0} AND ${c.y1})`)
+  const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n), 0)::text AS n FROM tile_changes WHERE ${sql.join(ranges, sql` OR `)}`.execute(db)
+  return rows[0]?.n ?? '0'
+}

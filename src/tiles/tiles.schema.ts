@@ -1,0 +1,72 @@
+// Schemas of OGC API – Tiles (Part 1) documents as this service makes them, and of TileJSON 3.0.
+import { Type } from '@sinclair/typebox'
+
+export const MVT = 'application/vnd.mapbox-vector-tile'
+
+const LinkSchema = Type.Object({
+  href: Type.String(),
+  rel: Type.String(),
+  type: Type.Optional(Type.String()),
+  title: Type.Optional(Type.String()),
+  templated: Type.Optional(Type.Boolean())
+})
+
+const param = (description: string) => Type.Optional(Type.String({ description }))
+export const TileQuerySchema = Type.Object({
+  datetime: param('An RFC 3339 instant, or an interval a/b, ../b, a/.. (as for items). A source is drawn when its period [start_at, end_at) intersects it.'),
+  organisation: param('Admins only: the sources of one organisation.')
+}, { additionalProperties: false })
+
+export const TileParamsSchema = Type.Object({
+  tileMatrix: Type.String({ description: 'Zoom, 0–22.' }),
+  tileRow: Type.String({ description: 'Row from the north, 0 to 2^zoom − 1.' }),
+  tileCol: Type.String({ description: 'Column from the west, 0 to 2^zoom − 1; a .pbf or .mvt suffix is allowed (GDAL\'s MVT driver wants one).' })
+})
+
+export const TileSetSchema = Type.Object({
+  title: Type.String(),
+  dataType: Type.Literal('vector'),
+  crs: Type.String(),
+  tileMatrixSetURI: Type.String(),
+  links: Type.Array(LinkSchema),
+  layers: Type.Optional(Type.Array(Type.Object({
+    id: Type.String(),
+    dataType: Type.Literal('vector'),
+    geometryDimension: Type.Integer(),
+    minTileMatrix: Type.String(),
+    maxTileMatrix: Type.String(),
+    propertiesSchema: Type.Object({ type: Type.Literal('object'), properties: Type.Record(Type.String(), Type.Object({ type: Type.String(), description: Type.String() })) })
+  })))
+})
+
+export const TileSetsSchema = Type.Object({
+  tilesets: Type.Array(Type.Omit(TileSetSchema, ['layers'])),
+  links: Type.Array(LinkSchema)
+})
+
+export const TileJsonSchema = Type.Object({
+  tilejson: Type.Literal('3.0.0'),
+  name: Type.String(),
+  tiles: Type.Array(Type.String()),
+  scheme: Type.Literal('xyz'),
+  minzoom: Type.Integer(),
+  maxzoom: Type.Integer(),
+  bounds: Type.Array(Type.Number()),
+  vector_layers: Type.Array(Type.Object({
+    id: Type.String(),
+    description: Type.String(),
+    minzoom: Type.Integer(),
+    maxzoom: Type.Integer(),
+    fields: Type.Record(Type.String(), Type.String())
+  }))
+})
+
+export const TILE_FIELDS = {
+  id: 'The source id (src_…); absent on a mark that stands for several small sources.',
+  feature_id: 'The client\'s feature id; absent on a mark that stands for several small sources.',
+  start_at: 'Start of the period (RFC 3339, UTC); on a mark, the earliest.',
+  end_at: 'End of the period, exclusive; on a mark, the latest.',
+  area_m2: 'Area in m²; on a mark, the sum.',
+  conflict: 'Whether the source conflicts with another (on a mark: any of them).',
+  count: 'How many sources the feature stands for: 1, or more on a mark for sources smaller than 2 pixels.'
+} as const
