@@ -89,14 +89,14 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
       : new ApiError('NOT_FOUND', `No route ${request.method} ${path}.`), request, reply)
   })
 
+  // Before every route, so that the document lists them all (GET /metrics included).
+  await app.register(swagger, swaggerOptions)
+  // Before the routes, which refer to them (errorResponses).
+  for (const schema of ErrorBodySchemas) app.addSchema(schema)
   // Before the routes, so that every route is timed (when metrics are on: METRICS_TOKEN or METRICS_PORT).
   const metrics = createMetrics()
   metrics.addPool('primary', db)
   await app.register(metricsPlugin, { config, metrics })
-
-  await app.register(swagger, swaggerOptions)
-  // Before the routes, which refer to them (errorResponses).
-  for (const schema of ErrorBodySchemas) app.addSchema(schema)
   // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
   // with no inline script or style, nosniff, frames denied. Images may also come from the
   // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.

@@ -33,6 +33,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox<{ config: Config, keys: ApiKeySto
   app.post('/api-keys', {
     onRequest: [app.authenticate, app.requirePassword],
     schema: {
+      operationId: 'createApiKey',
       summary: 'Create an API key for your account (shown once)',
       description: 'Needs a token of POST /token (e-mail and password): an API key cannot create keys. The key never has more rights than your account; a read key only reads.',
       tags: TAGS,
@@ -63,6 +64,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox<{ config: Config, keys: ApiKeySto
   app.get('/api-keys', {
     onRequest: [app.authenticate],
     schema: {
+      operationId: 'listApiKeys',
       summary: 'List API keys: yours (admins: every account\'s, or one account\'s)',
       tags: TAGS,
       security: SECURITY,
@@ -82,6 +84,7 @@ const apiKeysRoutes: FastifyPluginAsyncTypebox<{ config: Config, keys: ApiKeySto
   app.delete('/api-keys', {
     onRequest: [app.authenticate],
     schema: {
+      operationId: 'revokeApiKey',
       summary: 'Revoke an API key: yours (admins: any account\'s)',
       description: 'Refused on every instance within ACCOUNT_CACHE_TTL_SECONDS, with the tokens of POST /oauth/token issued for it. A read key may not revoke.',
       tags: TAGS,

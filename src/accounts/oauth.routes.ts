@@ -78,6 +78,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       }
     },
     schema: {
+      operationId: 'createOAuthToken',
       summary: 'OAuth2 client credentials: a bearer token for an API key',
       description: 'grant_type=client_credentials; client_id is the API key\'s id and client_secret the key, as HTTP Basic or form fields. Errors as RFC 6749 section 5.2.',
       tags: ['Authentication'],

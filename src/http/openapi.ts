@@ -72,6 +72,7 @@ export const swaggerOptions = {
       securitySchemes: {
         bearerAuth: { type: 'http' as const, scheme: 'bearer', bearerFormat: 'JWT', description: 'A token of POST /token (e-mail and password) or of POST /oauth/token.' },
         apiKey: { type: 'http' as const, scheme: 'bearer', bearerFormat: 'srk_ API key', description: 'An API key (POST /api-keys) as the bearer token: "Authorization: Bearer srk_…".' },
+        metricsToken: { type: 'http' as const, scheme: 'bearer', description: 'GET /metrics: the operator\'s METRICS_TOKEN.' },
         basicAuth: { type: 'http' as const, scheme: 'basic', description: 'HTTP Basic with any user name and an API key (srk_…) as the password; never the account\'s password.' },
         oauth2: {
           type: 'oauth2' as const,

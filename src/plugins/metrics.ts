@@ -1,11 +1,13 @@
 // The `metrics` decorator (ops/metrics.ts) and, when metrics are on (METRICS_TOKEN or
 // METRICS_PORT), the hooks that time every request, and GET /metrics on the service's port for
 // requests bearing METRICS_TOKEN. Off by default: without either variable nothing is timed and
-// /metrics is a 404. Not in the OpenAPI document (schema.hide): it is for the operator's scraper.
+// /metrics is a 404. In the OpenAPI document only when it is served on the service's port.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { ApiError } from '../errors.js'
+import { Type } from '@sinclair/typebox'
+import { ApiError, errorResponses } from '../errors.js'
+import { sentAs } from '../http/openapi.js'
 import { type Metrics, UNMATCHED, methodLabel } from '../ops/metrics.js'
 
 declare module 'fastify' {
@@ -29,7 +31,19 @@ export default fp<{ config: Config, metrics: Metrics }>(async (app, { config, me
 
   if (config.METRICS_TOKEN === undefined) return
   const expected = digest(config.METRICS_TOKEN)
-  app.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
+  app.get('/metrics', {
+    config: { rateLimit: false },
+    schema: {
+      operationId: 'getMetrics',
+      summary: 'Prometheus metrics (Authorization: Bearer <METRICS_TOKEN>)',
+      tags: ['Operations'],
+      security: [{ metricsToken: [] }],
+      response: {
+        200: sentAs('text/plain', Type.String(), 'The Prometheus text exposition format (version 0.0.4).'),
+        ...errorResponses(401, 500)
+      }
+    }
+  }, async (request, reply) => {
     const token = bearerOf(request.headers.authorization)
     if (token === undefined || !timingSafeEqual(digest(token), expected)) {
       throw new ApiError('UNAUTHORIZED', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>".', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } })

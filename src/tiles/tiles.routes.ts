@@ -5,6 +5,7 @@
 // caller's scope, the filters, the tile and the database's change counters around it
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
 // instance, and If-None-Match answers 304 without drawing the tile.
+import { SECURITY } from '../plugins/auth.js'
 import { createHash } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -19,7 +20,8 @@ const TMS_URI = 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQua
 const TMS_DEFINITION = 'https://schemas.opengis.net/tms/2.0/json/examples/tilematrixset/WebMercatorQuad.json'
 const EPSG_3857 = 'http://www.opengis.net/def/crs/EPSG/0/3857'
 const TAGS = ['OGC API – Tiles']
-const security = [{ bearerAuth: [] }]
+// Tiles are read like items: a token, or an API key as bearer or Basic (plugins/auth.ts).
+const security = SECURITY
 /** Changes with anything that changes how a tile is drawn from the same rows. */
 const DRAWING = 'mvt-1'
 
@@ -87,7 +89,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
 
   app.get('/collections/sources/tiles', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The vector tilesets of the sources', tags: TAGS, security, response: { 200: TileSetsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getTileSets', summary: 'The vector tilesets of the sources', tags: TAGS, security, response: { 200: TileSetsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     const { title, dataType, crs, tileMatrixSetURI, links } = tileSet(base)
@@ -99,7 +101,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
 
   app.get('/collections/sources/tiles/WebMercatorQuad', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The sources\' vector tileset in WebMercatorQuad', tags: TAGS, security, response: { 200: TileSetSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getTileSet', summary: 'The sources\' vector tileset in WebMercatorQuad', tags: TAGS, security, response: { 200: TileSetSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => ({
     ...tileSet(baseOf(request)),
     layers: [{
@@ -118,7 +120,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
 
   app.get('/collections/sources/tiles/WebMercatorQuad/tilejson.json', {
     onRequest: [app.authenticate],
-    schema: { summary: 'The sources\' vector tiles as TileJSON 3.0', tags: TAGS, security, response: { 200: TileJsonSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getTileJson', summary: 'The sources\' vector tiles as TileJSON 3.0', tags: TAGS, security, response: { 200: TileJsonSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => ({
     tilejson: '3.0.0' as const,
     name: 'sources',
@@ -139,6 +141,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
   app.get('/collections/sources/tiles/WebMercatorQuad/:tileMatrix/:tileRow/:tileCol', {
     onRequest: [app.authenticate],
     schema: {
+      operationId: 'getTile',
       summary: 'A vector tile of the sources (Mapbox Vector Tile, layer "sources")',
       description: 'Path order as OGC API – Tiles: zoom, row (y, from the north), column (x). 204 when no source is drawn in the tile. ETag and If-None-Match (304) follow writes.',
       tags: TAGS,

@@ -46,9 +46,32 @@ const STATUSES: Record<string, number[]> = {
   'GET /ready': [200, 500, 503],
   'GET /openapi.json': [200, 500],
   'GET /map': [200, 206, 304, 412, 416, 500],
-  'GET /map/config.json': [200, 500]
+  'GET /map/config.json': [200, 500],
+  'POST /oauth/token': [200, 400, 401, 413, 429, 500, 503],
+  'POST /api-keys': [201, 400, 403, 409, 413, 415, 422, ...authenticated],
+  'GET /api-keys': [200, 400, 403, ...authenticated],
+  'DELETE /api-keys': [200, 400, 403, 404, ...authenticated],
+  'GET /collections/sources/queryables': [200, ...authenticated],
+  'GET /collections/sources/tiles': [200, ...authenticated],
+  'GET /collections/sources/tiles/WebMercatorQuad': [200, ...authenticated],
+  'GET /collections/sources/tiles/WebMercatorQuad/tilejson.json': [200, ...authenticated],
+  'GET /collections/sources/tiles/WebMercatorQuad/{tileMatrix}/{tileRow}/{tileCol}': [200, 204, 304, 400, 404, ...authenticated]
 }
 const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json']
+// A signed-in caller by a token, an API key as bearer or as Basic's password, or an OAuth2 token of
+// the scope the operation needs (plugins/auth.ts).
+const READ = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['read'] }]
+const WRITE = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['write'] }]
+// Operations whose security is neither public nor READ: writes, a key made only with a password's
+// token (a key cannot mint keys), and the client-credentials grant (the key as Basic, or in the form).
+const SECURITY: Record<string, unknown[]> = {
+  'POST /sources': WRITE,
+  'DELETE /sources/': WRITE,
+  'DELETE /sources': WRITE,
+  'DELETE /api-keys': WRITE,
+  'POST /api-keys': [{ bearerAuth: [] }],
+  'POST /oauth/token': [{ basicAuth: [] }, {}]
+}
 const SOURCE_ID = 'src_0123456789abcdefghij'
 
 const stubDb = new Kysely<Database>({
@@ -84,6 +107,11 @@ t.test('each error status answers its own body: status, message, code, the point
   for (const [name, op] of operations) {
     for (const [status, response] of Object.entries(op.responses)) {
       if (Number(status) < 400) continue
+      // RFC 6749 §5.2 sets the client-credentials grant's 400 and 401: { error, error_description }.
+      if (name === 'POST /oauth/token' && ['400', '401'].includes(status)) {
+        t.match(response.content?.['application/json']?.schema, { required: ['error'] }, `${name} ${status}: RFC 6749's error body`)
+        continue
+      }
       t.same(Object.keys(response.content ?? {}), ['application/json'], `${name} ${status}`)
       const ref = response.content?.['application/json']?.schema?.$ref
       t.equal(ref, `#/components/schemas/Error${status}`, `${name} ${status}`)
@@ -123,11 +151,13 @@ t.test('the seed\'s paths as it writes them: GET and DELETE /sources/?id=, POST 
 })
 
 t.test('security as enforced: bearer everywhere but the public operations, which answer without a token', async (t) => {
-  t.same(doc.components.securitySchemes, { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } })
+  t.same(Object.keys(doc.components.securitySchemes).sort(), ['apiKey', 'basicAuth', 'bearerAuth', 'metricsToken', 'oauth2'])
+  t.match(doc.components.securitySchemes, { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, basicAuth: { type: 'http', scheme: 'basic' }, oauth2: { type: 'oauth2' } })
   t.same(doc.security, [{ bearerAuth: [] }], 'bearer by default')
   for (const [name, op] of operations) {
     const isPublic = PUBLIC.includes(name)
-    t.same(op.security, isPublic ? [] : [{ bearerAuth: [] }], name)
+    t.same(op.security, isPublic ? [] : SECURITY[name] ?? READ, name)
+    if (name === 'POST /oauth/token') continue // its 401 is RFC 6749's invalid_client, tried in test/accounts/oauth.test.ts
     const [method, path] = name.split(' ') as [string, string]
     const url = path.replace('{id}', SOURCE_ID) + (path.startsWith('/sources') && method !== 'POST' ? `?id=${SOURCE_ID}` : '')
     const res = await app.inject({ method: method as 'GET', url, ...(method === 'POST' ? { payload: {} } : {}) })
