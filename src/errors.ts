@@ -4,6 +4,7 @@
 // (5xx); http/error-handler.ts turns any error into one.
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type HeaderDoc, headerDoc as header } from './http/openapi.js'
+import { ConflictWithSchema } from './sources/sources.schema.js'
 
 export const ErrorStatus = {
   BAD_REQUEST: 400,
@@ -37,16 +38,6 @@ export const ErrorStatus = {
 } as const
 export type ErrorCode = keyof typeof ErrorStatus
 
-/** A conflict of a feature not stored (dry runs, SOURCE_OVERLAP): with a source, or with another feature of the request. */
-export const ConflictWithSchema = Type.Object({
-  id: Type.Optional(Type.String({ description: 'The registered source it conflicts with.' })),
-  feature_index: Type.Optional(Type.Integer({ description: 'Or the other feature of the same request it conflicts with.' })),
-  overlap_m2: Type.Number(),
-  overlap_ratio: Type.Number({ description: 'overlap_m2 over this feature\'s area, 0–1.' }),
-  overlap_start: Type.String(),
-  overlap_end: Type.String()
-})
-export type ConflictWith = Static<typeof ConflictWithSchema>
 
 export const ErrorDetailSchema = Type.Object({
   pointer: Type.String({ description: 'JSON pointer into the request body (or query) to the offending value.' }),

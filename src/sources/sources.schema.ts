@@ -1,7 +1,6 @@
 // TypeBox schemas for the sources endpoints: the FeatureCollection accepted by POST /sources and
 // the bodies each route returns. Shared primitives (ids, date-times) live here once.
 import { type Static, Type } from '@sinclair/typebox'
-import { ConflictWithSchema } from '../errors.js'
 
 export const SOURCE_ID_PATTERN = '^src_[0-9A-Za-z]{13,64}$'
 export const SourceIdSchema = Type.String({ pattern: SOURCE_ID_PATTERN, description: 'Service-assigned identifier: "src_" + base62.' })
@@ -36,6 +35,20 @@ export function featureCollectionSchema (maxFeatures: number) {
 }
 export type FeatureCollection = Static<ReturnType<typeof featureCollectionSchema>>
 
+export const OverlapFields = {
+  overlap_m2: Type.Number({ description: 'Area in m² of the intersection of the two areas.' }),
+  overlap_ratio: Type.Number({ minimum: 0, maximum: 1, description: 'overlap_m2 over the area of this source.' }),
+  overlap_start: UtcDateTimeSchema,
+  overlap_end: UtcDateTimeSchema
+}
+/** A conflict of a feature not stored (dry runs, SOURCE_OVERLAP): with a source, or with another feature of the request. */
+export const ConflictWithSchema = Type.Object({
+  id: Type.Optional(SourceIdSchema),
+  feature_index: Type.Optional(Type.Integer({ description: 'Or the other feature of the same request it conflicts with.' })),
+  ...OverlapFields
+})
+export type ConflictWith = Static<typeof ConflictWithSchema>
+
 export const CreatedSourceSchema = Type.Object({
   id: SourceIdSchema,
   feature_id: FeatureIdSchema,
@@ -68,12 +81,6 @@ export type DryRunResponse = Static<typeof DryRunResponseSchema>
 
 export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
 
-export const OverlapFields = {
-  overlap_m2: Type.Number({ description: 'Area in m² of the intersection of the two areas.' }),
-  overlap_ratio: Type.Number({ minimum: 0, maximum: 1, description: 'overlap_m2 over the area of this source.' }),
-  overlap_start: UtcDateTimeSchema,
-  overlap_end: UtcDateTimeSchema
-}
 export const ConflictSchema = Type.Object({
   id: SourceIdSchema,
   ...OverlapFields
@@ -100,6 +107,5 @@ export const SourceFeatureSchema = Type.Object({
     conflicts_total: Type.Optional(Type.Integer({ minimum: 101, description: 'Present when there are more than 100 conflicts: how many.' }))
   }, { additionalProperties: false })
 }, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946).' })
-export type SourceFeature = Static<typeof SourceFeatureSchema>
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
