@@ -46,9 +46,9 @@ function oauthErrorHandler (err: FastifyError | Error, request: FastifyRequest, 
   let refusal: OAuthError | undefined
   if (err instanceof OAuthError) refusal = err
   else if ('validation' in err && Array.isArray(err.validation)) refusal = new OAuthError('invalid_request', `The request is invalid: ${err.message}.`)
-  else if (['FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY'].includes((err as FastifyError).code)) {
-    refusal = new OAuthError('invalid_request', `Send the parameters as ${FORM} (RFC 6749 section 4.4.2).`)
-  }
+  else if ((err as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') refusal = new OAuthError('invalid_request', `Send the parameters as ${FORM} (RFC 6749 section 4.4.2).`)
+  // Fastify's other 400s (a malformed body or Content-Length): this route's 400 is RFC 6749's.
+  else if ((err as FastifyError).statusCode === 400) refusal = new OAuthError('invalid_request', `The request is malformed: ${err.message}.`)
   if (refusal === undefined) { errorHandler(err, request, reply); return }
   request.log.info({ status: refusal.status, error: refusal.error }, `oauth token refused: ${refusal.message}`)
   const headers: Record<string, string> = { 'cache-control': 'no-store', pragma: 'no-cache' }
