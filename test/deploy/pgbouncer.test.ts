@@ -49,7 +49,7 @@ async function throughPgBouncer (): Promise<void> {
     t.teardown(() => db.destroy())
     const rows = await sql<{ n: string }>`SELECT count(*) AS n FROM schema_migrations`.execute(db)
     t.equal(Number(rows.rows[0]?.n), (await listMigrations()).length, 'each file applied once')
-    const locks = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'`.execute(db)
+    const locks = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(db)
     t.equal(Number(locks.rows[0]?.n), 0, 'no advisory lock left behind on a pooled server connection')
   })
 
