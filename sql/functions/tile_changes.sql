@@ -27,7 +27,7 @@ $$;
 -- Cells in (z, x, y) order, so that concurrent writers lock the counters in one order.
 -- No JIT: the planner's estimate for tile_change_cells' two generate_series is far above
 -- jit_above_cost, so a server with JIT on (PostgreSQL's default) compiled this statement on every
--- write, hundreds of ms for a statement that runs in about one.
+-- write, at a cost hundreds of times the statement's own (docs/performance.md).
 CREATE OR REPLACE FUNCTION tile_changes_count(boxes box2d[]) RETURNS void
 LANGUAGE sql
 SET jit = off
