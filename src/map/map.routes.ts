@@ -1,7 +1,8 @@
 // The map page (GET /map): a small web page, served by the service itself, that shows an
-// organisation's sources on a Leaflet map, with sign-in, a period filter, details and delete,
-// and GeoJSON upload. Plain HTML, CSS and one script from src/map/public/, Leaflet from npm:
-// no external request but the optional basemap (MAP_TILE_URL). Every URL in the page is
+// organisation's sources on a Leaflet map, drawn from the vector tiles at every zoom, with
+// sign-in, a period filter, details and delete, and GeoJSON upload. Plain HTML, CSS and one
+// script from src/map/public/, Leaflet and Leaflet.VectorGrid from npm: no external request but
+// the optional basemap (MAP_TILE_URL). Every URL in the page is
 // relative, so it works behind a path prefix. The page needs no token; the data it shows does.
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -14,7 +15,9 @@ import { errorResponses } from '../errors.js'
 import { headerDoc, noBody, sentAs } from '../http/openapi.js'
 
 const PUBLIC_DIR = fileURLToPath(new URL('../../src/map/public/', import.meta.url))
-const LEAFLET_DIR = join(dirname(createRequire(import.meta.url).resolve('leaflet/package.json')), 'dist')
+const packageDist = (name: string): string => join(dirname(createRequire(import.meta.url).resolve(`${name}/package.json`)), 'dist')
+const LEAFLET_DIR = packageDist('leaflet')
+const VECTORGRID_DIR = packageDist('leaflet.vectorgrid')
 
 /** The origin the basemap's tiles come from, as a CSP source ({s} subdomains as a wildcard). */
 export function tileOrigin (tileUrl: string): string | undefined {
@@ -59,6 +62,7 @@ const mapRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }
   }))
   await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/map/static/', decorateReply: true, index: false, schemaHide: true })
   await app.register(fastifyStatic, { root: LEAFLET_DIR, prefix: '/map/leaflet/', decorateReply: false, index: false, schemaHide: true })
+  await app.register(fastifyStatic, { root: VECTORGRID_DIR, prefix: '/map/vectorgrid/', decorateReply: false, index: false, schemaHide: true })
 }
 
 export default mapRoutes

@@ -50,9 +50,9 @@ export interface DrawnFeature {
   geom: string
 }
 
-/** The tile as MVT made by PostGIS (empty when no source is drawn in it). */
+/** The tile as MVT made by PostGIS (empty when no source is drawn in it), and how many features it holds. */
 export function tileQuery (db: Db, input: TileInput) {
-  return sql<{ mvt: Buffer | null }>`${drawn(input, 'mvt')} SELECT ST_AsMVT(drawn, 'sources', ${EXTENT}::int, 'geom') AS mvt FROM drawn WHERE geom IS NOT NULL`.execute(db)
+  return sql<{ mvt: Buffer | null, features: number }>`${drawn(input, 'mvt')} SELECT ST_AsMVT(drawn, 'sources', ${EXTENT}::int, 'geom') AS mvt, count(*)::int AS features FROM drawn WHERE geom IS NOT NULL`.execute(db)
 }
 
 /**

@@ -1,6 +1,6 @@
 // The one door from the tile routes to storage: a tile's change counters (for its ETag) and the
-// tile itself, at most maxBytes: a tile over it is made again with half the features, largest
-// first, down to a floor. PostGIS makes the MVT where it can (ST_AsMVT); the embedded backend's
+// tile itself, at most maxBytes: a tile over it is made again with half the features it held,
+// largest first, down to a floor. PostGIS makes the MVT where it can (ST_AsMVT); the embedded backend's
 // PostGIS has no protobuf-c, so there the query gives the features in tile units and
 // mvt-encode.ts writes the same tile.
 import type { Kysely } from 'kysely'
@@ -21,19 +21,25 @@ const MIN_FEATURES = 100
 
 export function plainTileStore (db: Kysely<Database>, { maxBytes }: { maxBytes: number }): TileStore {
   let inPostgis: Promise<boolean> | undefined
-  const draw = async (input: TileInput): Promise<Buffer> => {
+  const draw = async (input: TileInput): Promise<{ mvt: Buffer, features: number }> => {
     inPostgis ??= hasMvt(db)
-    if (await inPostgis) return (await tileQuery(db, input)).rows[0]?.mvt ?? Buffer.alloc(0)
-    return encodeMvt((await tileFeaturesQuery(db, input)).rows, EXTENT)
+    if (await inPostgis) {
+      const row = (await tileQuery(db, input)).rows[0]
+      return { mvt: row?.mvt ?? Buffer.alloc(0), features: row?.features ?? 0 }
+    }
+    const rows = (await tileFeaturesQuery(db, input)).rows
+    return { mvt: encodeMvt(rows, EXTENT), features: rows.length }
   }
   return {
     changes: (tile) => tileChanges(db, tile),
     tile: async (input) => {
       let maxFeatures = input.maxFeatures
       for (;;) {
-        const mvt = await draw({ ...input, maxFeatures })
+        const { mvt, features } = await draw({ ...input, maxFeatures })
         if (mvt.length <= maxBytes || maxFeatures <= MIN_FEATURES) return mvt
-        maxFeatures = Math.max(MIN_FEATURES, Math.floor(maxFeatures / 2))
+        // Half of what the tile held, not of the cap: a tile of 3,000 features over the bound
+        // under a cap of 10,000 is drawn next with 1,500, not again with the same 3,000.
+        maxFeatures = Math.max(MIN_FEATURES, Math.floor(Math.min(maxFeatures, features) / 2))
       }
     }
   }

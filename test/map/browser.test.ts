@@ -1,11 +1,13 @@
 // The map page in a real browser: Debian's headless Chromium driven by puppeteer-core (no browser
 // download), against the service in its own process on a throwaway database, MAP_TILE_URL=none.
-// Signs in (a wrong password shows the 401), sees exactly its organisation's polygons, reads a
-// source's id and period in the panel, deletes as an editor (a viewer has no Delete), uploads a
-// file with a bad polygon and sees the pointer, drops a file on the map and sees its area, shows
-// a hostile feature id as text, creates and revokes an API key, works behind a path prefix, is
-// signed out on a 401, and leaves
-// a screenshot in test-output/map/.
+// The sources are vector tiles drawn on canvas, so the tests look at the pixels where a source is
+// (page.ts) and click there. Signs in (a wrong password shows the 401), sees its organisation's
+// polygons and none of another's, through tile requests that carry its token; sees a conflict in
+// its colour; reads a source's id and period in the panel (GET /sources/?id=), deletes as an
+// editor (a viewer has no Delete); filters by period (the tiles' datetime); uploads a file with a
+// bad polygon and sees the pointer, drops a file on the map and sees its area, shows a hostile
+// feature id as text, creates and revokes an API key, works behind a path prefix, is signed out
+// on a 401, and leaves a screenshot in test-output/map/.
 /// <reference lib="dom" />
 import t from 'tap'
 import { existsSync } from 'node:fs'
@@ -16,6 +18,7 @@ import { join } from 'node:path'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { openDatabase } from '../../src/db/open.js'
 import { addAccount, backend, collection, createDatabase, feature, startService, targetConfig, tempDir } from '../helper.js'
+import { isBlue, isRed, pixelAt, waitForPixel } from './page.js'
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && existsSync(p))
 if (backend === 'embedded') {
@@ -43,16 +46,25 @@ async function inBrowser (executablePath: string): Promise<void> {
     if (res.status !== 201) throw new Error(`seeding: ${res.status} ${await res.text()}`)
     return ((await res.json()) as { sources: Array<{ id: string, feature_id: string }> }).sources
   }
-  const box = (x: number, y: number) => [[[x, y], [x + 0.08, y], [x + 0.08, y + 0.08], [x, y + 0.08], [x, y]]]
+  const SIDE = 0.08
+  const box = (x: number, y: number) => [[[x, y], [x + SIDE, y], [x + SIDE, y + SIDE], [x, y + SIDE], [x, y]]]
+  // Where each box is: its lower-left corner, by feature id.
+  const corners = new Map<string, [number, number]>()
+  const placed = (id: string, x: number, y: number) => { corners.set(id, [x, y]); return box(x, y) }
+  /** A point inside a source's box: its centre, or a fraction of the way across it. */
+  const inside = (featureId: string, fx = 0.5, fy = 0.5): [number, number] => {
+    const [x, y] = corners.get(featureId) as [number, number]
+    return [x + SIDE * fx, y + SIDE * fy]
+  }
   const HOSTILE = '<img src=x onerror=alert(1)>'
   // Org A: five boxes in a row and the hostile id; org B: three boxes between them.
   const mine = await post(await tokenOf(editor), [
-    ...Array.from({ length: 5 }, (_, i) => feature(`a-${i}`, { coordinates: box(10 + i * 0.2, 50), start: '2024-03-01T00:00:00Z', end: '2024-09-01T00:00:00Z' })),
-    feature(HOSTILE, { coordinates: box(10, 50.2) })
+    ...Array.from({ length: 5 }, (_, i) => feature(`a-${i}`, { coordinates: placed(`a-${i}`, 10 + i * 0.2, 50), start: '2024-03-01T00:00:00Z', end: '2024-09-01T00:00:00Z' })),
+    feature(HOSTILE, { coordinates: placed(HOSTILE, 10, 50.2) })
   ])
-  await post(await tokenOf(other), Array.from({ length: 3 }, (_, i) => feature(`b-${i}`, { coordinates: box(10.1 + i * 0.2, 50.1) })))
+  await post(await tokenOf(other), Array.from({ length: 3 }, (_, i) => feature(`b-${i}`, { coordinates: placed(`b-${i}`, 10.1 + i * 0.2, 50.1) })))
   // And one of org B over half of a-0, for part of its period: a conflict.
-  const [claim] = await post(await tokenOf(other), [feature('b-claim', { coordinates: box(10.04, 50) })])
+  const [claim] = await post(await tokenOf(other), [feature('b-claim', { coordinates: placed('b-claim', 10.04, 50) })])
 
   const browser: Browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu'] })
   t.teardown(() => browser.close())
@@ -65,16 +77,21 @@ async function inBrowser (executablePath: string): Promise<void> {
   // test. Anything else (a CSP violation, a script error) is a problem.
   page.on('console', (m) => { if (m.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) problems.push(`console: ${m.text()}`) })
   page.on('dialog', (d) => { dialogs.push(`${d.type()}: ${d.message()}`); void (d.type() === 'confirm' ? d.accept() : d.dismiss()) })
+  // Every tile request the page makes, with its Authorization header.
+  const tileRequests: Array<{ url: string, authorization?: string }> = []
+  page.on('request', (r) => { if (r.url().includes('/tiles/WebMercatorQuad/')) tileRequests.push({ url: r.url(), authorization: r.headers().authorization }) })
 
-  const paths = () => page.$$eval('path.leaflet-interactive', (ps) => ps.map((p) => p.getAttribute('data-source-id')))
-  // The page marks #map with data-loading while a load is due or running.
-  const waitForPaths = async (n: number) => {
-    try {
-      await page.waitForFunction((n) => !document.querySelector('#map[data-loading]') && document.querySelectorAll('path.leaflet-interactive').length === n, { timeout: 15_000 }, n)
-    } catch (err) {
-      throw new Error(`expected ${n} polygons, the page shows ${(await paths()).length}: ${(err as Error).message}`)
-    }
+  /** Waits until the tiles in view are drawn, with these sources drawn and those not. */
+  const waitForSources = async (drawn: string[], absent: string[] = []) => {
+    for (const id of drawn) await waitForPixel(page, ...inside(id), true)
+    for (const id of absent) await waitForPixel(page, ...inside(id), false)
   }
+  const clickOn = async (featureId: string, fx?: number, fy?: number) => {
+    const { x, y } = await pixelAt(page, ...inside(featureId, fx, fy))
+    await page.mouse.click(x, y)
+  }
+  const AS = ['a-0', 'a-1', 'a-2', 'a-3', 'a-4', HOSTILE]
+  const BS = ['b-0', 'b-1', 'b-2']
   const text = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '')
   async function signIn (account: { email: string, password: string }): Promise<void> {
     await page.goto(`${service.base}/map`)
@@ -91,21 +108,26 @@ async function inBrowser (executablePath: string): Promise<void> {
     t.ok(await page.$('#workspace[hidden]'), 'still signed out')
   })
 
-  t.test('signed in: exactly the organisation\'s polygons, none of another', async (t) => {
+  t.test('signed in: the organisation\'s polygons, none of another\'s, from tiles that carry the token', async (t) => {
     await signIn(editor)
-    await waitForPaths(mine.length)
-    t.same((await paths()).sort(), mine.map((s) => s.id).sort())
+    await waitForSources(AS, BS)
+    t.pass('each of its six sources is drawn; none of the other organisation\'s three')
+    t.ok(tileRequests.length > 0, `${tileRequests.length} tile requests`)
+    t.ok(tileRequests.every((r) => /^Bearer eyJ/.test(r.authorization ?? '')), 'each with the bearer token')
+    t.ok(tileRequests.every((r) => !r.url.includes('datetime')), 'no period filter yet')
     t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the token is in sessionStorage')
     t.equal(await page.evaluate(() => localStorage.length + document.cookie.length), 0, 'and nowhere else')
     t.notMatch(page.url(), /token|eyJ/, 'nor in the URL')
   })
 
   t.test('a source in conflict: drawn in the conflict colour; the panel names the other source by id only', async (t) => {
-    const contested = mine.find((s) => s.feature_id === 'a-0') as { id: string }
-    const fill = (id: string) => page.$eval(`path[data-source-id="${id}"]`, (p) => p.getAttribute('fill'))
-    t.equal(await fill(contested.id), '#b3261e')
-    t.not(await fill((mine.find((s) => s.feature_id === 'a-1') as { id: string }).id), '#b3261e', 'the others are not')
-    await page.click(`path[data-source-id="${contested.id}"]`)
+    const contested = (await pixelAt(page, ...inside('a-0', 0.25))).rgba
+    t.ok(isRed(contested), `a-0 is red (${String(contested)})`)
+    const other = (await pixelAt(page, ...inside('a-1'))).rgba
+    t.ok(isBlue(other), `the others are not (${String(other)})`)
+    const read = page.waitForResponse((r) => r.url().includes('/sources/?id='))
+    await clickOn('a-0', 0.25)
+    t.equal((await read).status(), 200, 'the details come from GET /sources/?id=')
     await page.waitForSelector('#panel:not([hidden])')
     const listed = await text('#conflicts')
     t.match(listed, claim?.id as string)
@@ -116,26 +138,41 @@ async function inBrowser (executablePath: string): Promise<void> {
 
   t.test('click a polygon: its id and period in the panel; delete it as an editor', async (t) => {
     const target = mine.find((s) => s.feature_id === 'a-2') as { id: string }
-    await page.click(`path[data-source-id="${target.id}"]`)
-    await page.waitForSelector('#panel:not([hidden])')
+    await clickOn('a-2')
+    await page.waitForFunction((id) => document.querySelector('#details')?.textContent?.includes(id), {}, target.id)
     const details = await text('#details')
     t.match(details, target.id)
     t.match(details, '2024-03-01T00:00:00Z – 2024-09-01T00:00:00Z')
     t.ok(await page.$('#delete:not([hidden])'), 'an editor has Delete')
     await page.click('#delete')
-    await waitForPaths(mine.length - 1)
-    t.notOk((await paths()).includes(target.id))
+    await waitForSources(['a-1', 'a-3'], ['a-2'])
+    t.pass('no longer drawn; its neighbours still are')
     t.match(dialogs.at(-1), /^confirm: Delete source src_/, 'asked first')
     t.equal((await fetch(`${service.base}/sources/?id=${target.id}`, { headers: { authorization: `Bearer ${await tokenOf(editor)}` } })).status, 404, 'gone from the service')
   })
 
   t.test('a hostile feature id is shown as text', async (t) => {
     const hostile = mine.find((s) => s.feature_id === HOSTILE) as { id: string }
-    await page.click(`path[data-source-id="${hostile.id}"]`)
+    await clickOn(HOSTILE)
     await page.waitForFunction((id) => document.querySelector('#details')?.textContent?.includes(id), {}, hostile.id)
     t.match(await text('#details'), HOSTILE)
     t.equal(await page.$$eval('#panel img, #message img', (imgs) => imgs.length), 0, 'no element made from it')
     t.same(dialogs.filter((d) => d.startsWith('alert')), [], 'no script ran')
+  })
+
+  t.test('the period filter applies to the tiles (datetime)', async (t) => {
+    await page.click('#panel-close')
+    const before = tileRequests.length
+    await page.$eval('#from', (el) => { (el as HTMLInputElement).value = '2024-10-01' })
+    await page.$eval('#to', (el) => { (el as HTMLInputElement).value = '2024-11-01' })
+    await page.click('#filter button[type=submit]')
+    await waitForSources([HOSTILE], ['a-0', 'a-1'])
+    t.pass('a-* (March to September) are not drawn; the hostile one (all 2024) is')
+    const filtered = tileRequests.slice(before)
+    t.ok(filtered.length > 0 && filtered.every((r) => new URL(r.url).searchParams.get('datetime') === '2024-10-01T00:00:00Z/2024-11-01T00:00:00Z'), 'the tiles asked with datetime')
+    t.match(page.url(), /from=2024-10-01&to=2024-11-01/, 'the hash keeps the filter')
+    await page.click('#clear-filter')
+    await waitForSources(['a-0', 'a-1', HOSTILE])
   })
 
   t.test('upload a file with one bad polygon: the pointer in the message, the feature outlined', async (t) => {
@@ -156,7 +193,7 @@ async function inBrowser (executablePath: string): Promise<void> {
   })
 
   t.test('drop a GeoJSON file on the map: the created ids, the areas drawn', async (t) => {
-    const dropped = JSON.stringify(collection(feature('dropped-1', { coordinates: box(11.41, 50.01) })))
+    const dropped = JSON.stringify(collection(feature('dropped-1', { coordinates: placed('dropped-1', 11.41, 50.01) })))
     await page.evaluate((text) => {
       const data = new DataTransfer()
       data.items.add(new File([text], 'dropped.geojson', { type: 'application/geo+json' }))
@@ -166,17 +203,19 @@ async function inBrowser (executablePath: string): Promise<void> {
     t.match(await text('#message-text'), 'dropped.geojson: Source created.')
     t.match(await text('#message-details'), /src_\w+ \(dropped-1\)/)
     const id = /src_\w+/.exec(await text('#message-details'))?.[0] as string
-    await page.waitForFunction((id) => !document.querySelector('#map[data-loading]') && document.querySelector(`path[data-source-id="${id}"]`) !== null, { timeout: 15_000 }, id)
+    await waitForSources(['dropped-1'])
     mine.push({ id, feature_id: 'dropped-1' })
+    await clickOn('dropped-1')
+    await page.waitForFunction((id) => document.querySelector('#details')?.textContent?.includes(id), {}, id)
+    t.pass('drawn, and its details open on a click')
   })
 
   t.test('a viewer sees no Delete', async (t) => {
     await page.click('#sign-out')
     await signIn(viewer)
-    await waitForPaths(mine.length - 1)
-    const any = (await paths())[0] as string
-    await page.click(`path[data-source-id="${any}"]`)
-    await page.waitForSelector('#panel:not([hidden])')
+    await waitForSources(['a-1', 'a-3'])
+    await clickOn('a-1')
+    await page.waitForFunction((id) => document.querySelector('#details')?.textContent?.includes(id), {}, mine.find((s) => s.feature_id === 'a-1')?.id as string)
     t.ok(await page.$('#delete[hidden]'), 'no Delete button')
   })
 
@@ -236,13 +275,15 @@ async function inBrowser (executablePath: string): Promise<void> {
     await page.type('#email', editor.email)
     await page.type('#password', editor.password)
     await page.click('#sign-in-form button[type=submit]')
-    await waitForPaths(mine.length - 1)
+    const before = tileRequests.length
+    await waitForSources(['a-1', 'a-3'])
+    t.ok(tileRequests.slice(before).some((r) => r.url.startsWith(`${prefixed}/collections/sources/tiles/WebMercatorQuad/`)), 'tiles asked under the prefix')
     await page.click('#sign-out')
   })
 
   t.test('no errors in the page (CSP included), and a screenshot', async (t) => {
     await signIn(editor)
-    await waitForPaths(mine.length - 1)
+    await waitForSources(['a-1', 'a-3', 'dropped-1'])
     await page.screenshot({ path: 'test-output/map/map.png' })
     t.same(problems, [])
   })

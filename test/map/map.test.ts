@@ -1,6 +1,7 @@
-// The map page as served: the page and its assets (Leaflet from npm, no CDN), the security
-// headers (a CSP without inline script or style, nosniff, frames denied), the basemap's origin in
-// img-src, the landing page's link to it, and items asked for as HTML sent to it with the query.
+// The map page as served: the page and its assets (Leaflet and Leaflet.VectorGrid from npm, no
+// CDN), the security headers (a CSP without inline script or style, nosniff, frames denied), the
+// basemap's origin in img-src, the landing page's link to it, and items asked for as HTML sent to
+// it with the query.
 import t from 'tap'
 import { build } from '../helper.js'
 
@@ -22,7 +23,10 @@ t.test('the page, its script and Leaflet, with strict security headers', async (
     t.notMatch(src, /^(https?:)?\/\//, `${src}: relative, nothing from elsewhere`)
     t.equal((await app.inject({ method: 'GET', url: `/${src}` })).statusCode, 200, `${src} is served`)
   }
-  t.equal((await app.inject({ method: 'GET', url: '/map/static/no-such-file.css' })).statusCode, 404, 'a file that is not there: 404, not a 405 naming GET')
+  for (const prefix of ['/map/static/', '/map/leaflet/', '/map/vectorgrid/']) {
+    t.equal((await app.inject({ method: 'GET', url: `${prefix}no-such-file.css` })).statusCode, 404, `${prefix}: a file that is not there is a 404, not a 405 naming GET`)
+  }
+  t.match(page.body, /map\/leaflet\/leaflet\.js.*map\/vectorgrid\/Leaflet\.VectorGrid\.bundled\.min\.js.*map\/static\/map\.js/s, 'Leaflet, then VectorGrid, then the page\'s script')
   const config = await app.inject({ method: 'GET', url: '/map/config.json' })
   t.same(config.json(), { tileUrl: 'none', attribution: '' })
 })

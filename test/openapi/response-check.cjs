@@ -22,7 +22,7 @@ const DOCUMENT_URL = '/openapi.json'
 // Files under these prefixes are served by @fastify/static, hidden from the document: they are
 // the map page's assets, not operations, and a file path may hold '/', which a path template
 // cannot. A file that is not there is the not-found handler's, checked like any unlisted path.
-const STATIC_PREFIXES = ['/map/static/', '/map/leaflet/']
+const STATIC_PREFIXES = ['/map/static/', '/map/leaflet/', '/map/vectorgrid/']
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 // Marks the check's own request for the document, which is not itself checked.
 const OWN_REQUEST = 'x-openapi-response-check'

@@ -9,6 +9,7 @@ import { VectorTile } from '@mapbox/vector-tile'
 import { PbfReader as Pbf } from 'pbf'
 import { TileJsonSchema, TileSetSchema, TileSetsSchema } from '../../src/tiles/tiles.schema.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
+import { type Decoded, decode, tileOf, tileUrl } from './mvt.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -31,28 +32,7 @@ await post(editorA.headers,
   feature('polar', { coordinates: [[[20, 80], [30, 80], [30, 90], [20, 90], [20, 80]]] }))
 await post(editorB.headers, feature('b-one', { coordinates: box(10.1, 50.1) }))
 
-/** The tile (z, x, y) that holds a point. */
-function tileOf (lon: number, lat: number, z: number): [number, number, number] {
-  const n = 2 ** z
-  const x = Math.floor(((lon + 180) / 360) * n)
-  const r = (lat * Math.PI) / 180
-  const y = Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n)
-  return [z, Math.min(n - 1, x), Math.min(n - 1, y)]
-}
-const tileUrl = ([z, x, y]: [number, number, number], query = '') => `/collections/sources/tiles/WebMercatorQuad/${z}/${y}/${x}${query}`
 const get = (url: string, headers: Record<string, string> = editorA.headers) => app.inject({ method: 'GET', url, headers })
-
-interface Decoded { properties: Record<string, unknown>, geometry: { type: string, coordinates: unknown } }
-function decode (body: Buffer, tile: [number, number, number]): Decoded[] {
-  const layer = new VectorTile(new Pbf(body)).layers.sources
-  if (layer === undefined) return []
-  const out: Decoded[] = []
-  for (let i = 0; i < layer.length; i++) {
-    const f = layer.feature(i)
-    out.push({ properties: f.properties, geometry: f.toGeoJSON(tile[1], tile[2], tile[0]).geometry as Decoded['geometry'] })
-  }
-  return out
-}
 const names = (features: Decoded[]) => features.map((f) => f.properties.feature_id).sort()
 
 t.test('tilesets list, tileset metadata, TileJSON and conformance', async (t) => {

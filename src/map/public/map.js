@@ -1,22 +1,45 @@
 // The map page of Source Registry: sign in (POST /token, the token kept in sessionStorage only),
-// the organisation's sources in view on a Leaflet map (OGC API items by bbox, following next
-// links up to a cap), details of a clicked source with Delete for editors, a period filter,
+// the organisation's sources on a Leaflet map as vector tiles at every zoom (OGC API – Tiles,
+// drawn on canvas by Leaflet.VectorGrid, the token sent with each tile request), details of a
+// clicked source (GET /sources/?id=) with Delete for editors, a period filter (the tiles' datetime),
 // GeoJSON upload (POST /sources), and the signed-in user's API keys (create, shown once; list;
 // revoke). Every URL is relative to the page, so the page works behind
 // a path prefix; nothing from a source is ever inserted as HTML (textContent only).
 'use strict'
 
 ;(function () {
-  const MAX_IN_VIEW = 2000 // sources drawn at most; beyond, "N more in view, zoom in"
-  const PAGE = 500
   const TOKEN_KEY = 'source-registry-token'
+  const TILES = 'collections/sources/tiles/WebMercatorQuad/{z}/{y}/{x}'
   const STYLE = {
-    registered: { color: '#1d3557', weight: 2, fillColor: '#457b9d', fillOpacity: 0.3 },
-    conflict: { color: '#b3261e', weight: 2, fillColor: '#b3261e', fillOpacity: 0.35 },
+    registered: { fill: true, color: '#1d3557', weight: 2, fillColor: '#457b9d', fillOpacity: 0.3 },
+    conflict: { fill: true, color: '#b3261e', weight: 2, fillColor: '#b3261e', fillOpacity: 0.35 },
+    // A 2-pixel mark for sources too small to draw (tiles.repository.ts): filled, no outline.
+    mark: { fill: true, stroke: false, fillColor: '#1d3557', fillOpacity: 0.8 },
+    markConflict: { fill: true, stroke: false, fillColor: '#b3261e', fillOpacity: 0.8 },
     selected: { weight: 4 },
     rejected: { color: '#e76f51', weight: 3, dashArray: '6 4', fillColor: '#f4a261', fillOpacity: 0.3 }
   }
   const $ = (id) => document.getElementById(id)
+
+  // Leaflet.VectorGrid 1.3's canvas tiles call L.DomEvent.fakeStop on a click, which Leaflet 1.8
+  // removed (Leaflet.VectorGrid#274): their click handler as Leaflet 1.9's own canvas has it.
+  L.Canvas.Tile.include({
+    _onClick: function (e) {
+      const point = this._map.mouseEventToLayerPoint(e).subtract(this.getOffset())
+      let clicked
+      for (const id in this._layers) {
+        const layer = this._layers[id]
+        if (layer.options.interactive && layer._containsPoint(point) && !this._map._draggableMoved(layer)) clicked = layer
+      }
+      this._fireEvent(clicked ? [clicked] : false, e)
+    }
+  })
+  // A tile that cannot be fetched is drawn empty, so the layer still says when it has loaded.
+  const SourceTiles = L.VectorGrid.Protobuf.extend({
+    _getVectorTilePromise: function (coords) {
+      return L.VectorGrid.Protobuf.prototype._getVectorTilePromise.call(this, coords).catch(() => ({ layers: {} }))
+    }
+  })
 
   // --- session: the token lives in sessionStorage only (never a URL, cookie or localStorage) ---
   let session = null
@@ -48,6 +71,8 @@
   function signOut (why) {
     session = null
     closeKeys()
+    closePanel()
+    if (sourcesLayer) sourcesLayer.remove()
     clearTimeout(expiryTimer)
     sessionStorage.removeItem(TOKEN_KEY)
     showSignIn()
@@ -76,8 +101,6 @@
     if (!res.ok) throw new ServiceError(res.status, body)
     return body
   }
-  // The service's next links are absolute; only their query is kept, so a path prefix holds.
-  const relativeItems = (href) => `collections/sources/items${new URL(href, document.baseURI).search}`
 
   // --- messages: always textContent ---
   function say (text, { error = false, details = [] } = {}) {
@@ -125,8 +148,8 @@
   let sourcesLayer
   let highlightLayer
   let selected = null
-  let loadSeq = 0
   let fittedOnce = false
+  let revalidate = false
 
   function graticule () {
     const lines = (step) => {
@@ -147,7 +170,7 @@
     const control = L.control({ position: 'bottomright' })
     control.onAdd = () => {
       const div = L.DomUtil.create('div', 'legend')
-      for (const [cls, text] of [['registered', 'Registered'], ['conflict', 'In conflict'], ['rejected', 'Rejected upload']]) {
+      for (const [cls, text] of [['registered', 'Registered'], ['conflict', 'In conflict'], ['mark', 'Small sources (zoom in)'], ['rejected', 'Rejected upload']]) {
         const row = document.createElement('div')
         const swatch = document.createElement('span')
         swatch.className = `swatch ${cls}`
@@ -171,22 +194,26 @@
     } else {
       graticule()
     }
-    sourcesLayer = L.geoJSON(null, {
-      style: (f) => (f.properties && f.properties.conflict ? STYLE.conflict : STYLE.registered),
-      onEachFeature: (f, layer) => {
-        // The drawn path names its source (attributes, never HTML): for tests and assistive tech.
-        layer.on('add', () => {
-          const path = layer.getElement()
-          if (!path) return
-          path.setAttribute('data-source-id', f.id)
-          path.setAttribute('aria-label', `Source ${(f.properties && f.properties.feature_id) || f.id}`)
-        })
-        layer.on('click', () => select(f, layer))
-        layer.on('keypress', (e) => { if (e.originalEvent.key === 'Enter') select(f, layer) })
-      }
-    }).addTo(map)
+    // Its own pane, above the overlays (graticule, a rejected upload's outline): their SVG
+    // covers the map and would take the clicks meant for the tiles' canvases.
+    map.createPane('sources').style.zIndex = 450
+    sourcesLayer = new SourceTiles(tileUrl(), {
+      pane: 'sources',
+      rendererFactory: L.canvas.tile,
+      interactive: true,
+      maxZoom: 22,
+      getFeatureId: (f) => f.properties.id,
+      vectorTileLayerStyles: { sources: styleOf }
+    })
+    sourcesLayer.on('click', (e) => openSource(e.layer.properties || {}, e.latlng))
+    sourcesLayer.on('loading', loadingState)
+    sourcesLayer.on('load', () => {
+      revalidate = false
+      sourcesLayer.options.fetchOptions.cache = 'default'
+      loadingState()
+    })
     legend()
-    map.on('moveend', () => { writeHash(); scheduleLoad() })
+    map.on('moveend', writeHash)
   }
 
   // --- the URL hash keeps view and filter (never the token) ---
@@ -225,76 +252,47 @@
     return `${from ? `${from}T00:00:00Z` : '..'}/${to ? `${to}T00:00:00Z` : '..'}`
   }
 
-  // --- loading the sources in view ---
-  // #map carries data-loading while a load is due or running (tests wait for it to go).
-  let loadTimer
-  function scheduleLoad () {
-    clearTimeout(loadTimer)
-    $('map').setAttribute('data-loading', 'true')
-    loadTimer = setTimeout(loadInView, 150)
+  // --- the sources as vector tiles ---
+  // A feature no larger than the tiles' 2-pixel mark cell at this zoom is a mark (for one source
+  // or several: tiles.repository.ts), drawn without an outline, which would hide its size.
+  const EQUATOR_M = 40075016.686
+  function styleOf (p, zoom) {
+    const cell = EQUATOR_M / 2 ** zoom / 128
+    if (p.count > 1 || !p.id || p.area_m2 <= cell * cell) return p.conflict ? STYLE.markConflict : STYLE.mark
+    return p.conflict ? STYLE.conflict : STYLE.registered
   }
-
-  function viewBbox () {
-    const b = map.getBounds()
-    const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v))
-    let west = b.getWest()
-    let east = b.getEast()
-    if (east - west >= 360) { west = -180; east = 180 } else {
-      const wrap = (lon) => ((((lon + 180) % 360) + 360) % 360) - 180
-      west = wrap(west); east = wrap(east)
-      if (east === -180) east = 180
-    }
-    return [west, clamp(b.getSouth(), -90, 90), east, clamp(b.getNorth(), -90, 90)].map((v) => Number(v.toFixed(6))).join(',')
-  }
-
-  async function loadInView () {
-    clearTimeout(loadTimer)
-    $('map').setAttribute('data-loading', 'true')
-    const seq = ++loadSeq
-    try {
-      await load(seq)
-    } finally {
-      if (seq === loadSeq) $('map').removeAttribute('data-loading')
-    }
-  }
-
-  async function load (seq) {
-    if (!session || !map) return
-    const params = new URLSearchParams({ bbox: viewBbox(), limit: String(PAGE) })
+  function tileUrl () {
     const dt = datetime()
-    if (dt) params.set('datetime', dt)
-    let url = `collections/sources/items?${params}`
-    const features = []
-    let matched
-    try {
-      while (url && features.length < MAX_IN_VIEW) {
-        const page = await api(url)
-        if (seq !== loadSeq) return
-        if (matched === undefined && page.numberMatched !== undefined) matched = page.numberMatched
-        features.push(...page.features)
-        const next = (page.links || []).find((l) => l.rel === 'next')
-        url = next ? relativeItems(next.href) : null
-      }
-    } catch (err) {
-      if (seq === loadSeq && err.status !== 401) say(`Could not load the sources: ${err.message}`, { error: true })
-      return
+    return dt ? `${TILES}?datetime=${encodeURIComponent(dt)}` : TILES
+  }
+  // #map carries data-loading while tiles in view are due (tests wait for it to go).
+  function loadingState () {
+    if (sourcesLayer && sourcesLayer._map && sourcesLayer.isLoading()) $('map').setAttribute('data-loading', 'true')
+    else $('map').removeAttribute('data-loading')
+  }
+  // Draws the tiles again: for another user, filter, or after a write. After a write each tile
+  // is revalidated (If-None-Match; 304 where nothing changed) rather than taken from the
+  // browser's cache for its max-age.
+  function drawSources ({ afterWrite = false } = {}) {
+    if (!session || !map) return
+    revalidate = revalidate || afterWrite
+    sourcesLayer.options.fetchOptions = {
+      headers: { authorization: `Bearer ${session.token}`, 'x-requested-with': 'XMLHttpRequest' },
+      cache: revalidate ? 'no-cache' : 'default'
     }
-    sourcesLayer.clearLayers()
-    sourcesLayer.addData(features)
-    const more = url ? (matched !== undefined ? `${matched - features.length} more` : 'More') : ''
-    $('more').textContent = more ? `${more} in view: zoom in to see them.` : ''
-    $('more').hidden = !more
-    if (selected) {
-      const again = sourcesLayer.getLayers().find((l) => l.feature.id === selected.id)
-      if (again) again.setStyle(STYLE.selected); else closePanel()
-    }
+    if (map.hasLayer(sourcesLayer)) sourcesLayer.setUrl(tileUrl())
+    else sourcesLayer.setUrl(tileUrl(), true).addTo(map)
+    loadingState()
   }
 
-  async function fitToExtent () {
+  // The collection: its extent is the first view. Read at every sign-in, also when the view is
+  // known, so that a token the service no longer takes signs out here: Leaflet.VectorGrid draws
+  // a tile answered 401 as empty and tells no one.
+  async function readCollection (fit) {
     try {
       const collection = await api('collections/sources')
       const bbox = collection.extent && collection.extent.spatial && collection.extent.spatial.bbox[0]
-      if (bbox && bbox.length === 4) map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]], { padding: [20, 20], maxZoom: 14 })
+      if (fit && bbox && bbox.length === 4) map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]], { padding: [20, 20], maxZoom: 14 })
     } catch (err) {
       if (err.status !== 401) say(`Could not read the collection: ${err.message}`, { error: true })
     }
@@ -308,10 +306,23 @@
     dd.textContent = value
     dl.append(dt, dd)
   }
-  function select (feature, layer) {
-    if (selected && selected.layer) sourcesLayer.resetStyle(selected.layer)
-    selected = { id: feature.id, layer }
-    layer.setStyle(STYLE.selected)
+  // A click on the map: a source's details from GET /sources/?id=; a mark for several sources
+  // (no id) zooms in on them.
+  async function openSource (p, latlng) {
+    if (!p.id) {
+      map.setView(latlng, Math.min(map.getZoom() + 3, 22))
+      return
+    }
+    try {
+      select(await api(`sources/?id=${encodeURIComponent(p.id)}`))
+    } catch (err) {
+      if (err.status !== 401) say(`Could not read ${p.id}: ${err.message} (${err.status || 'no answer'})`, { error: true })
+    }
+  }
+  function select (feature) {
+    if (selected) sourcesLayer.resetFeatureStyle(selected.id)
+    selected = { id: feature.id }
+    sourcesLayer.setFeatureStyle(feature.id, (p, zoom) => Object.assign({}, styleOf(p, zoom), STYLE.selected, { stroke: true }))
     const p = feature.properties || {}
     const dl = $('details')
     dl.replaceChildren()
@@ -334,7 +345,7 @@
     $('panel-close').focus()
   }
   function closePanel () {
-    if (selected && selected.layer) sourcesLayer.resetStyle(selected.layer)
+    if (selected) sourcesLayer.resetFeatureStyle(selected.id)
     selected = null
     $('panel').hidden = true
   }
@@ -347,15 +358,15 @@
       await api(`sources/?id=${encodeURIComponent(id)}`, { method: 'DELETE' })
       closePanel()
       say(`Deleted ${id}.`)
-      await loadInView()
+      drawSources({ afterWrite: true })
     } catch (err) {
       if (err.status !== 401) say(`Could not delete ${id}: ${err.message} (${err.status})`, { error: true })
     }
   })
 
   // --- period filter ---
-  $('filter').addEventListener('submit', (event) => { event.preventDefault(); writeHash(); loadInView() })
-  $('clear-filter').addEventListener('click', () => { $('from').value = ''; $('to').value = ''; writeHash(); loadInView() })
+  $('filter').addEventListener('submit', (event) => { event.preventDefault(); writeHash(); drawSources() })
+  $('clear-filter').addEventListener('click', () => { $('from').value = ''; $('to').value = ''; writeHash(); drawSources() })
 
   // --- upload: the file's FeatureCollection as is ---
   async function upload (file) {
@@ -367,7 +378,7 @@
       const body = await api('sources', { method: 'POST', headers: { 'content-type': 'application/geo+json' }, body: text })
       const ids = (body.sources || []).map((s) => `${s.id} (${s.feature_id})`)
       say(`${file.name}: ${body.message}`, { details: ids })
-      await loadInView()
+      drawSources({ afterWrite: true })
     } catch (err) {
       if (err.status === 401) return
       const details = Array.isArray(err.body.details) ? err.body.details : []
@@ -485,6 +496,7 @@
     $('sign-out').hidden = false
     $('keys-open').hidden = false
     $('who').textContent = `${session.org || ''} · ${session.role || ''}`
+    $('map').setAttribute('data-loading', 'true')
     filterFromUrl()
     await createMap()
     map.invalidateSize()
@@ -494,9 +506,10 @@
       fittedOnce = true
       map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]])
     }
-    if (!fittedOnce) { fittedOnce = true; await fitToExtent() }
-    await loadInView()
-    clearTimeout(loadTimer) // the fit's moveend: this load already covers the view
+    const fit = !fittedOnce
+    fittedOnce = true
+    await readCollection(fit)
+    if (session) drawSources(); else loadingState()
   }
 
   session = loadSession()
