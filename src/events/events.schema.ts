@@ -38,7 +38,8 @@ export const CloudEventSchema = Type.Object({
 export type CloudEvent = Static<typeof CloudEventSchema>
 
 export const CursorSchema = Type.String({ minLength: 1, maxLength: 100, description: 'An opaque position in the feed, as `next` (or an SSE id:) gave it.' })
-const OrganisationParam = Type.String({ minLength: 1, maxLength: 256, description: 'Admins: only this organisation\'s events (others always get their own).' })
+// No U+0000 (%00): PostgreSQL text cannot hold it.
+const OrganisationParam = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]+$', description: 'Admins: only this organisation\'s events (others always get their own).' })
 
 export const FeedQuerySchema = Type.Object({
   after: Type.Optional(CursorSchema),
@@ -65,7 +66,7 @@ export const StreamHeadersSchema = Type.Object({
 export const SubscriptionIdSchema = Type.String({ pattern: '^sub_[0-9A-Za-z]{22}$' })
 
 export const CreateSubscriptionSchema = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: 2048, description: 'https URL events are POSTed to; it must not resolve to a loopback, private, link-local or metadata address.' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^[^\\u0000]+$', description: 'https URL events are POSTed to; it must not resolve to a loopback, private, link-local or metadata address.' }),
   types: Type.Array(EventTypeSchema, { minItems: 1, uniqueItems: true }),
   organisation: Type.Optional({ ...OrganisationParam, description: 'Admins: whose events to send (without it: every organisation\'s). Others: their own, always.' })
 }, { additionalProperties: false })

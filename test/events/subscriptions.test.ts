@@ -77,6 +77,14 @@ t.test('an organisation holds at most WEBHOOK_MAX_PER_ORG subscriptions: 409 bey
   for (const id of ids) await app.inject({ method: 'DELETE', url: `/subscriptions/?id=${id}`, headers: editorB.headers })
 })
 
+t.test('U+0000 anywhere is a 400, never a 500', async (t) => {
+  expectError(t, await post(admin.headers, { url: PUBLIC_URL, types: ['source.created'], organisation: 'a\u0000b' }), 400, 'VALIDATION_FAILED')
+  expectError(t, await post(editorA.headers, { url: `${PUBLIC_URL}\u0000`, types: ['source.created'] }), 400, 'VALIDATION_FAILED')
+  expectError(t, await app.inject({ method: 'GET', url: '/subscriptions?organisation=%00', headers: admin.headers }), 400, 'VALIDATION_FAILED')
+  expectError(t, await app.inject({ method: 'GET', url: '/events?organisation=%00', headers: admin.headers }), 400, 'VALIDATION_FAILED')
+  expectError(t, await app.inject({ method: 'GET', url: '/events?after=%00', headers: admin.headers }), 400, 'INVALID_CURSOR')
+})
+
 t.test('backoff: doubling from the base, jittered in its upper half, at most an hour', async (t) => {
   t.equal(backoffMs(1, 1000, () => 0), 500)
   t.equal(backoffMs(1, 1000, () => 1), 1000)
