@@ -164,7 +164,9 @@ export interface Lease {
 }
 
 /**
- * Takes up to `n` subscriptions that are due and have events to send, that no live lease holds:
+ * Takes up to `n` subscriptions that are due and have events after their position (of any type:
+ * the holder moves the position past those it does not send, so this check never rescans them),
+ * that no live lease holds:
  * FOR UPDATE SKIP LOCKED, so instances taking at once take different ones. The lease is a
  * timestamp, not a lock held during delivery: a transaction held open would hold back the
  * horizon of every reader of the feed.
@@ -178,7 +180,7 @@ export async function leaseSubscriptions (db: Db, n: number, leaseMs: number): P
         AND EXISTS (
           SELECT 1 FROM events AS e
           WHERE (e.txid, e.seq) > (c.after_txid, c.after_seq) AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
-            AND e.type = ANY(c.types) AND (c.organisation IS NULL OR e.organisation = c.organisation))
+            AND (c.organisation IS NULL OR e.organisation = c.organisation))
       ORDER BY c.next_attempt_at
       LIMIT ${n}
       FOR UPDATE SKIP LOCKED)
