@@ -38,6 +38,12 @@ import featuresRoutes from './features/features.routes.js'
 import tilesRoutes from './tiles/tiles.routes.js'
 import { plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
+import { cursorCodec } from './events/cursor.js'
+import { Deliverer } from './events/deliverer.js'
+import { eventStore } from './events/events.store.js'
+import { EventHub } from './events/hub.js'
+import eventsRoutes from './events/events.routes.js'
+import subscriptionsRoutes from './events/subscriptions.routes.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -165,6 +171,23 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     maxAgeSeconds: config.TILES_MAX_AGE_SECONDS
   })
   await app.register(mapRoutes, { config })
+  // Events: the hub watches the feed for this instance's streams and deliverer, which start once
+  // the app is ready and stop when it closes.
+  const events = eventStore(db)
+  const hub = new EventHub(events, { pollMs: config.EVENTS_POLL_MS, listenUrl: config.EVENTS_LISTEN_URL, log: app.log })
+  const deliverer = new Deliverer(events, hub, {
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    leaseMs: config.WEBHOOK_LEASE_MS,
+    retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
+    retryForSeconds: config.WEBHOOK_RETRY_FOR,
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+    log: app.log
+  })
+  await app.register(eventsRoutes, { config, store: events, hub, cursors: cursorCodec(config.JWT_SECRET) })
+  await app.register(subscriptionsRoutes, { config, store: events })
+  app.addHook('onReady', async () => { hub.start(); deliverer.start() })
+  app.addHook('preClose', async () => { await deliverer.close(); await hub.close() })
   app.get('/openapi.json', {
     config: { rateLimit: false },
     schema: {

@@ -55,6 +55,17 @@ export const ConfigSchema = Type.Object({
   LARGE_BODY_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, description: 'Large bodies read and processed at once; the rest wait before their body is read.' }),
   LARGE_BODY_QUEUE: Type.Integer({ default: 64, minimum: 0, description: 'Large bodies that may wait; beyond this, 503 with Retry-After.' }),
 
+  EVENTS_LISTEN_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'A direct postgres:// connection (not through a transaction-pooling PgBouncer) on which the service LISTENs for new events: SSE streams and webhooks learn of them at commit. Without it each instance polls every EVENTS_POLL_MS.' })),
+  EVENTS_POLL_MS: Type.Integer({ default: 500, minimum: 20, maximum: 60000, description: 'How often each instance looks for new events when it does not LISTEN (with EVENTS_LISTEN_URL: a fallback every 10 × this).' }),
+  EVENTS_HEARTBEAT_MS: Type.Integer({ default: 15000, minimum: 100, maximum: 15000, description: 'An SSE stream sends a comment at least this often, so proxies keep it open.' }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false, description: 'Allow webhook URLs on http and on loopback, private, link-local and metadata addresses (development and tests only).' }),
+  WEBHOOK_RETRY_FOR: Type.Integer({ default: 86400, minimum: 1, description: 'Seconds a subscription\'s deliveries are retried (exponential backoff with jitter) before it is marked failing; it is still retried then, every hour at most.' }),
+  WEBHOOK_RETRY_BASE_MS: Type.Integer({ default: 5000, minimum: 10, description: 'The first retry\'s delay; each further one doubles it (up to an hour), with jitter.' }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 60000, description: 'A receiver must answer within this time, or the delivery is retried.' }),
+  WEBHOOK_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 100, description: 'Subscriptions each instance delivers to at once (each one in order).' }),
+  WEBHOOK_LEASE_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'How long an instance holds a subscription it delivers; a killed instance\'s subscriptions are taken over after this.' }),
+  WEBHOOK_MAX_PER_ORG: Type.Integer({ default: 20, minimum: 1, maximum: 10000, description: 'Webhook subscriptions an organisation may hold; POST /subscriptions beyond it is a 409.' }),
+
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'Serve GET /metrics (Prometheus) on the service\'s port to requests bearing this token.' })),
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Serve GET /metrics (Prometheus), without a token, on this port of HOST instead. Without it and METRICS_TOKEN there are no metrics.' })),
 
@@ -94,6 +105,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
       throw new Error('env METRICS_PORT must differ from PORT')
+    }
+    if (config.EVENTS_LISTEN_URL !== undefined && config.DATABASE_URL === undefined) {
+      throw new Error('env EVENTS_LISTEN_URL is set without DATABASE_URL (the embedded database has no other connection to listen on)')
+    }
+    if (config.WEBHOOK_LEASE_MS < 2 * config.WEBHOOK_TIMEOUT_MS) {
+      throw new Error('env WEBHOOK_LEASE_MS must be at least twice WEBHOOK_TIMEOUT_MS (a lease outlives the deliveries made under it)')
     }
     if (config.ADMIN_PASSWORD !== undefined && config.ADMIN_EMAIL === undefined) {
       throw new Error('env ADMIN_PASSWORD is set without ADMIN_EMAIL')

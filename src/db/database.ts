@@ -53,6 +53,44 @@ export interface TileChangesTable {
   n: ColumnType<string, never, never>
 }
 
+/** The outbox (sql/018_events.sql): written by triggers only. */
+export interface EventsTable {
+  txid: ColumnType<string, never, never>
+  seq: ColumnType<string, never, never>
+  type: string
+  subject: string
+  organisation: string | null
+  time: ColumnType<Date, never, never>
+  data: ColumnType<unknown, never, never>
+}
+
+export interface WebhookSubscriptionsTable {
+  id: string
+  organisation: string | null
+  created_by: string
+  url: string
+  types: string[]
+  secret: string
+  created_at: Generated<Date>
+  after_txid: string
+  after_seq: string
+  status: Generated<'active' | 'failing'>
+  failures: Generated<number>
+  failing_since: Date | null
+  next_attempt_at: Generated<Date>
+  lease_until: Date | null
+  lease_token: string | null
+}
+
+export interface WebhookDeliveriesTable {
+  subscription_id: string
+  event_id: string
+  attempted_at: Generated<Date>
+  status_code: number | null
+  latency_ms: number
+  error: string | null
+}
+
 export interface MigrationsTable {
   name: string
   checksum: string
@@ -64,6 +102,9 @@ export interface Database {
   api_keys: ApiKeysTable
   sources: SourcesTable
   tile_changes: TileChangesTable
+  events: EventsTable
+  webhook_subscriptions: WebhookSubscriptionsTable
+  webhook_deliveries: WebhookDeliveriesTable
   schema_migrations: MigrationsTable
 }
 

@@ -55,9 +55,16 @@ const STATUSES: Record<string, number[]> = {
   'GET /collections/sources/tiles': [200, ...authenticated],
   'GET /collections/sources/tiles/WebMercatorQuad': [200, ...authenticated],
   'GET /collections/sources/tiles/WebMercatorQuad/tilejson.json': [200, ...authenticated],
-  'GET /collections/sources/tiles/WebMercatorQuad/{tileMatrix}/{tileRow}/{tileCol}': [200, 204, 304, 400, 404, ...authenticated]
+  'GET /collections/sources/tiles/WebMercatorQuad/{tileMatrix}/{tileRow}/{tileCol}': [200, 204, 304, 400, 404, ...authenticated],
+  'GET /events': [200, 400, 403, ...authenticated],
+  'GET /events/stream': [200, 400, 403, ...authenticated],
+  'GET /asyncapi.json': [200, 500],
+  'POST /subscriptions': [201, 400, 403, 409, 413, 415, ...authenticated],
+  'GET /subscriptions': [200, 400, 403, ...authenticated],
+  'DELETE /subscriptions': [200, 400, 403, 404, ...authenticated],
+  'GET /subscriptions/deliveries': [200, 400, 404, ...authenticated]
 }
-const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json']
+const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json', 'GET /asyncapi.json']
 // A signed-in caller by a token, an API key as bearer or as Basic's password, or an OAuth2 token of
 // the scope the operation needs (plugins/auth.ts).
 const READ = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['read'] }]
@@ -69,6 +76,8 @@ const SECURITY: Record<string, unknown[]> = {
   'DELETE /sources/': WRITE,
   'DELETE /sources': WRITE,
   'DELETE /api-keys': WRITE,
+  'POST /subscriptions': WRITE,
+  'DELETE /subscriptions': WRITE,
   'POST /api-keys': [{ bearerAuth: [] }],
   'POST /oauth/token': [{ basicAuth: [] }, {}]
 }

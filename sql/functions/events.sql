@@ -1,0 +1,85 @@
+-- The events of sql/018_events.sql, written by statement-level triggers (one INSERT … SELECT per
+-- statement, from its transition table) in the writing transaction:
+--
+--   sources                INSERT → source.created, UPDATE → source.updated, DELETE → source.deleted
+--   source_conflict_pairs  INSERT → conflict.started, DELETE → conflict.ended (one event per row:
+--                          each direction of a pair is its own source's organisation's event)
+--
+-- Each statement that writes events also notifies the channel source_registry_events (empty
+-- payload; PostgreSQL sends one per transaction), which wakes the instances that LISTEN
+-- (EVENTS_LISTEN_URL) at commit. A TRUNCATE of sources writes no events.
+
+-- An instant as the API writes it: UTC, microseconds without trailing zeros (db/postgis.ts).
+CREATE OR REPLACE FUNCTION events_utc(ts timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN regexp_replace(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '\.?0+$', '') || 'Z';
+
+COMMENT ON FUNCTION events_utc(timestamptz) IS 'An instant as the API and the events write it: ISO 8601 in UTC, Z.';
+
+-- sources.version is read only where the column exists (source versions came in their own
+-- migration), so the same function serves a database with or without it.
+CREATE OR REPLACE FUNCTION events_sources_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  has_version boolean := EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = TG_RELID AND attname = 'version' AND NOT attisdropped);
+BEGIN
+  EXECUTE format($q$
+    INSERT INTO events (type, subject, organisation, data)
+    SELECT %L, r.id, r.organisation, jsonb_strip_nulls(jsonb_build_object(
+      'id', r.id, 'feature_id', r.feature_id,
+      'start_at', events_utc(lower(r.period)), 'end_at', events_utc(upper(r.period)),
+      'version', %s))
+    FROM %I AS r$q$,
+    CASE TG_OP WHEN 'INSERT' THEN 'source.created' WHEN 'UPDATE' THEN 'source.updated' ELSE 'source.deleted' END,
+    CASE WHEN has_version THEN 'r.version' ELSE 'NULL::integer' END,
+    CASE TG_OP WHEN 'DELETE' THEN 'old_rows' ELSE 'new_rows' END);
+  PERFORM pg_notify('source_registry_events', '');
+  RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION events_sources_changed() IS 'Trigger: one source.created, source.updated or source.deleted event per written row of sources.';
+
+-- A conflict event's organisation is its source's owner. After a DELETE of sources the row is
+-- gone by the time its pairs are removed: its owner is then read from its own latest event.
+CREATE OR REPLACE FUNCTION events_conflict_pairs_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format($q$
+    INSERT INTO events (type, subject, organisation, data)
+    SELECT %L, p.source_id,
+      coalesce(
+        (SELECT s.organisation FROM sources AS s WHERE s.id = p.source_id),
+        (SELECT e.organisation FROM events AS e WHERE e.subject = p.source_id AND e.type LIKE 'source.%%' ORDER BY e.txid DESC, e.seq DESC LIMIT 1)),
+      jsonb_build_object(
+        'source_id', p.source_id, 'other_id', p.other_id,
+        'overlap_m2', p.overlap_m2, 'overlap_ratio', p.overlap_ratio,
+        'start_at', events_utc(lower(p.overlap_period)), 'end_at', events_utc(upper(p.overlap_period)))
+    FROM %I AS p$q$,
+    CASE TG_OP WHEN 'INSERT' THEN 'conflict.started' ELSE 'conflict.ended' END,
+    CASE TG_OP WHEN 'INSERT' THEN 'new_rows' ELSE 'old_rows' END);
+  PERFORM pg_notify('source_registry_events', '');
+  RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION events_conflict_pairs_changed() IS 'Trigger: one conflict.started or conflict.ended event per written row of source_conflict_pairs (each direction of a pair is an event of its own source).';
+
+-- Named events_…, they fire before sources_conflicts_… (triggers of one event fire in name order):
+-- a source.created comes before the conflict.started it causes.
+CREATE OR REPLACE TRIGGER events_sources_insert AFTER INSERT ON sources REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_sources_changed();
+CREATE OR REPLACE TRIGGER events_sources_update AFTER UPDATE ON sources REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_sources_changed();
+CREATE OR REPLACE TRIGGER events_sources_delete AFTER DELETE ON sources REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_sources_changed();
+CREATE OR REPLACE TRIGGER events_conflict_pairs_insert AFTER INSERT ON source_conflict_pairs REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_conflict_pairs_changed();
+CREATE OR REPLACE TRIGGER events_conflict_pairs_delete AFTER DELETE ON source_conflict_pairs REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_conflict_pairs_changed();
+
+COMMENT ON TRIGGER events_sources_insert ON sources IS 'Writes source.created events.';
+COMMENT ON TRIGGER events_sources_update ON sources IS 'Writes source.updated events.';
+COMMENT ON TRIGGER events_sources_delete ON sources IS 'Writes source.deleted events.';
+COMMENT ON TRIGGER events_conflict_pairs_insert ON source_conflict_pairs IS 'Writes conflict.started events.';
+COMMENT ON TRIGGER events_conflict_pairs_delete ON source_conflict_pairs IS 'Writes conflict.ended events.';

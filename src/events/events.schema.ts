@@ -1,0 +1,111 @@
+// TypeBox schemas of the events (CloudEvents 1.0), the feed, the stream and the webhook subscriptions.
+import { type Static, Type } from '@sinclair/typebox'
+import { UtcDateTimeSchema } from '../sources/sources.schema.js'
+
+export const EVENT_TYPES = ['source.created', 'source.updated', 'source.deleted', 'conflict.started', 'conflict.ended'] as const
+export type EventType = typeof EVENT_TYPES[number]
+export const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))
+
+const SourceIdSchema = Type.String({ pattern: '^src_[0-9A-Za-z]{13,}$' })
+
+export const SourceEventDataSchema = Type.Object({
+  id: SourceIdSchema,
+  feature_id: Type.String(),
+  start_at: UtcDateTimeSchema,
+  end_at: UtcDateTimeSchema,
+  version: Type.Optional(Type.Integer({ description: 'The source\'s version after the change (where sources have versions).' }))
+}, { description: 'source.*: the source as it is after the change (before it, for source.deleted).' })
+
+export const ConflictEventDataSchema = Type.Object({
+  source_id: SourceIdSchema,
+  other_id: { ...SourceIdSchema, description: 'The source it conflicts with, maybe another organisation\'s: its id only, as GET /sources/?id= shows it.' },
+  overlap_m2: Type.Number(),
+  overlap_ratio: Type.Number({ description: 'overlap_m2 over the area of source_id, 0–1.' }),
+  start_at: UtcDateTimeSchema,
+  end_at: UtcDateTimeSchema
+}, { description: 'conflict.*: the pair seen from source_id (your source); start_at/end_at is the overlap of the periods.' })
+
+export const CloudEventSchema = Type.Object({
+  specversion: Type.Literal('1.0'),
+  id: Type.String({ pattern: '^evt_[0-9]+$', description: 'Unique per event; also the webhook-id of its deliveries.' }),
+  source: Type.Literal('/events'),
+  type: EventTypeSchema,
+  time: UtcDateTimeSchema,
+  subject: SourceIdSchema,
+  datacontenttype: Type.Literal('application/json'),
+  data: Type.Union([SourceEventDataSchema, ConflictEventDataSchema])
+}, { description: 'A CloudEvents 1.0 event in its JSON format.' })
+export type CloudEvent = Static<typeof CloudEventSchema>
+
+export const CursorSchema = Type.String({ minLength: 1, maxLength: 100, description: 'An opaque position in the feed, as `next` (or an SSE id:) gave it.' })
+// No U+0000 (%00): PostgreSQL text cannot hold it.
+const OrganisationParam = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]+$', description: 'Admins: only this organisation\'s events (others always get their own).' })
+
+export const FeedQuerySchema = Type.Object({
+  after: Type.Optional(CursorSchema),
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'At most this many events, 1–1000 (100 by default).' })),
+  organisation: Type.Optional(OrganisationParam)
+}, { additionalProperties: false })
+
+export const FeedSchema = Type.Object({
+  events: Type.Array(CloudEventSchema, { description: 'Oldest first.' }),
+  next: Type.String({ description: 'Pass as ?after= to read on; it never skips an event.' })
+})
+
+export const StreamQuerySchema = Type.Object({
+  after: Type.Optional({ ...CursorSchema, description: 'Start after this position (Last-Event-ID takes precedence); without either, the stream starts now.' }),
+  organisation: Type.Optional(OrganisationParam)
+}, { additionalProperties: false })
+
+export const StreamHeadersSchema = Type.Object({
+  'last-event-id': Type.Optional({ ...CursorSchema, description: 'Resume after this event: the id: of the last message received.' })
+})
+
+// Subscriptions.
+
+export const SubscriptionIdSchema = Type.String({ pattern: '^sub_[0-9A-Za-z]{22}$' })
+
+export const CreateSubscriptionSchema = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^[^\\u0000]+$', description: 'https URL events are POSTed to; it must not resolve to a loopback, private, link-local or metadata address.' }),
+  types: Type.Array(EventTypeSchema, { minItems: 1, uniqueItems: true }),
+  organisation: Type.Optional({ ...OrganisationParam, description: 'Admins: whose events to send (without it: every organisation\'s). Others: their own, always.' })
+}, { additionalProperties: false })
+
+export const SubscriptionSchema = Type.Object({
+  id: SubscriptionIdSchema,
+  url: Type.String(),
+  types: Type.Array(EventTypeSchema),
+  organisation: Type.Union([Type.String(), Type.Null()], { description: 'Whose events; null: every organisation\'s.' }),
+  status: Type.Union([Type.Literal('active'), Type.Literal('failing')], { description: 'failing: deliveries have failed for longer than WEBHOOK_RETRY_FOR; they are still retried, hourly.' }),
+  failures: Type.Integer({ description: 'Failed attempts in a row.' }),
+  failing_since: Type.Optional(UtcDateTimeSchema),
+  next_attempt_at: UtcDateTimeSchema,
+  created_at: UtcDateTimeSchema
+})
+export type SubscriptionView = Static<typeof SubscriptionSchema>
+
+export const CreatedSubscriptionSchema = Type.Object({
+  ...SubscriptionSchema.properties,
+  secret: Type.String({ pattern: '^whsec_[A-Za-z0-9+/=]+$', description: 'The Standard Webhooks signing secret, shown this once.' }),
+  message: Type.String()
+})
+
+export const SubscriptionListSchema = Type.Object({ subscriptions: Type.Array(SubscriptionSchema) })
+
+export const ListSubscriptionsQuerySchema = Type.Object({
+  organisation: Type.Optional({ ...OrganisationParam, description: 'Admins: only this organisation\'s subscriptions.' })
+}, { additionalProperties: false })
+
+export const SubscriptionQuerySchema = Type.Object({ id: SubscriptionIdSchema }, { additionalProperties: false })
+
+export const DeliveriesSchema = Type.Object({
+  deliveries: Type.Array(Type.Object({
+    event_id: Type.String(),
+    attempted_at: UtcDateTimeSchema,
+    status_code: Type.Optional(Type.Integer({ description: 'The receiver\'s status; absent when it gave none.' })),
+    latency_ms: Type.Number(),
+    error: Type.Optional(Type.String())
+  }), { description: 'The latest 100 attempts, newest first (kept a week).' })
+})
+
+export const DeletedSchema = Type.Object({ message: Type.String() })
