@@ -2,7 +2,7 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
-import { SourceFeatureSchema, SourceIdSchema } from '../sources/sources.schema.js'
+import { SourceFeatureSchema, SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
@@ -120,3 +120,6 @@ export const QUERYABLE_PROPERTIES = {
   conflict: { title: 'In conflict', description: 'Whether the source conflicts with another (of any organisation).', type: 'boolean' },
   geometry: { title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' }
 }
+
+export const ItemReadQuerySchema = Type.Object({ as_of: SourceReadQuerySchema.properties.as_of })
+export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor }, { additionalProperties: false })
