@@ -309,3 +309,21 @@ export async function findVersionAt (db: Db, id: string, scope: Scope, at: strin
     ORDER BY s.version DESC LIMIT 1`.execute(db)
   return rows[0]
 }
+
+/**
+ * Erases a source for good: the row (if still there) and every version, in one transaction,
+ * leaving an entry in source_purges (who, what, why). Returns how many versions went (0: no
+ * such source, nothing recorded).
+ */
+export async function purgeSource (db: Kysely<Database>, id: string, reason: string, by: string): Promise<number> {
+  return await db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('source_registry.account', ${by}, true)`.execute(trx)
+    await sql`DELETE FROM sources WHERE id = ${id}`.execute(trx)
+    const { rows } = await sql<{ versions: number }>`
+      WITH gone AS (DELETE FROM source_versions WHERE source_id = ${id} RETURNING organisation)
+      INSERT INTO source_purges (source_id, organisation, versions, reason, purged_by)
+      SELECT ${id}, min(gone.organisation), count(*), ${reason}, ${by} FROM gone HAVING count(*) > 0
+      RETURNING versions`.execute(trx)
+    return rows[0]?.versions ?? 0
+  })
+}
