@@ -33,7 +33,7 @@ function unwrap (details: ErrorDetail[] = []): ErrorDetail[] {
 function rewrap (err: unknown): unknown {
   if (!(err instanceof ApiError) || err.details === undefined) return err
   const details = unwrap(err.details)
-  return new ApiError(err.code, details.length > 0 ? summarise(details) : err.message, { details, headers: err.headers, fields: err.fields })
+  return new ApiError(err.code, details.length > 0 && err.message.startsWith('/features/0') ? summarise(details) : err.message, { details, headers: err.headers, fields: err.fields })
 }
 
 /** The checks of POST on one feature: the source to store (with this id), or an ApiError pointing into the feature. */
