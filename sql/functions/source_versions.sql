@@ -3,7 +3,7 @@
 --
 -- 1. Who writes               sources_recorded_by
 -- 2. The version number       sources_versions_bump (BEFORE UPDATE, each row)
--- 3. The history              sources_versions_after_insert, _update, _delete (each statement)
+-- 3. The history              sources_versions_record (each statement)
 -- 4. A past instant           sources_as_of
 --
 -- The tables are sql/017_source_versions.sql's. No `-- before:` line: this file runs after every
@@ -52,46 +52,34 @@ CREATE OR REPLACE TRIGGER sources_versions_bump BEFORE UPDATE ON sources
 COMMENT ON TRIGGER sources_versions_bump ON sources IS 'Makes every update a new version: version + 1, updated_at = now().';
 
 -- 3. The history, one statement at a time (transition tables, as the conflict triggers). A delete
---    is a version of its own that keeps the last state.
-CREATE OR REPLACE FUNCTION sources_versions_after_insert() RETURNS trigger
+--    is a version of its own that keeps the last state. One function for the three triggers:
+--    plpgsql plans a branch only when it runs, so each names the transition table it has.
+CREATE OR REPLACE FUNCTION sources_versions_record() RETURNS trigger
   LANGUAGE plpgsql
 AS $$
 BEGIN
-  INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
-  SELECT n.id, n.version, 'create', now(), sources_recorded_by(n.created_by), n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at
-  FROM new_rows AS n;
+  IF TG_OP = 'DELETE' THEN
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
+    SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at
+    FROM old_rows AS o;
+  ELSE
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
+    SELECT n.id, n.version, CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, now(), sources_recorded_by(n.created_by),
+      n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at
+    FROM new_rows AS n;
+  END IF;
   RETURN NULL;
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION sources_versions_after_update() RETURNS trigger
-  LANGUAGE plpgsql
-AS $$
-BEGIN
-  INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
-  SELECT n.id, n.version, 'update', now(), sources_recorded_by(n.created_by), n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at
-  FROM new_rows AS n;
-  RETURN NULL;
-END;
-$$;
-
-CREATE OR REPLACE FUNCTION sources_versions_after_delete() RETURNS trigger
-  LANGUAGE plpgsql
-AS $$
-BEGIN
-  INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
-  SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at
-  FROM old_rows AS o;
-  RETURN NULL;
-END;
-$$;
+COMMENT ON FUNCTION sources_versions_record() IS 'Writes the versions of the rows an INSERT, UPDATE or DELETE on sources wrote (statement-level, transition tables).';
 
 CREATE OR REPLACE TRIGGER sources_versions_insert AFTER INSERT ON sources
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_after_insert();
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_record();
 CREATE OR REPLACE TRIGGER sources_versions_update AFTER UPDATE ON sources
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_after_update();
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_record();
 CREATE OR REPLACE TRIGGER sources_versions_delete AFTER DELETE ON sources
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_after_delete();
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION sources_versions_record();
 
 COMMENT ON TRIGGER sources_versions_insert ON sources IS 'Records version 1 of inserted sources in source_versions.';
 COMMENT ON TRIGGER sources_versions_update ON sources IS 'Records the new version of updated sources in source_versions.';
