@@ -163,7 +163,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(oauthRoutes, { config })
   await app.register(apiKeysRoutes, { config, keys: apiKeys })
   await app.register(sourcesRoutes, { config, store: sources })
-  await app.register(featuresRoutes, { store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(featuresRoutes, { config, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(tilesRoutes, {
     store: plainTileStore(db, { maxBytes: config.TILES_MAX_BYTES }),
     maxFeatures: config.TILES_MAX_FEATURES,

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Ops commands: migrate; account add|list|disable|enable|passwd|unlock. Reads the same
+// Ops commands: migrate; account add|list|disable|enable|passwd|unlock; source purge; backup and
+// restore of the embedded database. Reads the same
 // environment as the service, validated by the same schema (config.ts), and works on the
 // PostGIS server at DATABASE_URL or, without it, on the embedded database in DATA_DIR (default
 // ./data; the service must be stopped, as only one process may open it). Passwords come from standard input
@@ -8,7 +9,7 @@ import { parseArgs } from 'node:util'
 import type { Kysely } from 'kysely'
 import { classifyDbError, poolerHint } from './db/errors.js'
 import { openDatabase } from './db/open.js'
-import { DataDirInUseError, NoDatabaseError } from './db/embedded.js'
+import { DataDirInUseError, DataDirNotEmptyError, NoDatabaseError, backupEmbedded, restoreEmbedded } from './db/embedded.js'
 import { ROLES, type Database, type Role } from './db/database.js'
 import { type MigrationResult, migrate } from './db/migrate.js'
 import { type Config, ConfigSchema, loadConfig } from './config.js'
@@ -16,6 +17,7 @@ import { insertAccount, listAccounts, setAccountDisabled, setAccountPassword } f
 import { hashPassword, passwordProblem } from './accounts/passwords.js'
 import { unlock } from './accounts/login-failures.repository.js'
 import { applyConflictTolerance } from './sources/conflict-tolerance.repository.js'
+import { purgeSource } from './sources/sources.repository.js'
 
 const USAGE = `usage: source-registry <command>
   migrate                                   apply pending sql/ migrations
@@ -26,6 +28,9 @@ const USAGE = `usage: source-registry <command>
   account enable --email E                  enable it again
   account passwd --email E --password-stdin set a new password (older tokens stop working)
   account unlock --email E | --address A    forget failed logins of an e-mail (and its address pairs) or of an address
+  source purge --id ID --reason R [--by WHO] erase a source and all its versions for good (audited in source_purges)
+  backup --to FILE                          copy the embedded database (DATA_DIR) to a file; the service must be stopped
+  restore --from FILE                       make the embedded database in a new DATA_DIR from such a file
 environment: DATABASE_URL (a PostGIS server), or DATA_DIR (the embedded database, default ./data)`
 
 class UsageError extends Error {}
@@ -87,6 +92,11 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       role: { type: 'string' },
       'password-stdin': { type: 'boolean' },
       json: { type: 'boolean' },
+      id: { type: 'string' },
+      reason: { type: 'string' },
+      by: { type: 'string' },
+      to: { type: 'string' },
+      from: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -100,6 +110,29 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
     out(applied.length === 0 ? `database is up to date (${skipped.length} migrations already applied)` : `applied ${applied.join(', ')}`)
     const tolerance = await applyConflictTolerance(db, conn.config.CONFLICT_TOLERANCE_M)
     if (tolerance.changed) out(`conflict tolerance set to ${conn.config.CONFLICT_TOLERANCE_M} m (CONFLICT_TOLERANCE_M): ${tolerance.pairs} conflicting pairs`)
+    return
+  }
+  if (command === 'backup' || command === 'restore') {
+    if (conn.config.DATABASE_URL !== undefined) throw new UsageError(`${command} is for the embedded database; for a PostGIS server use pg_dump -Fc and pg_restore (docs/operations.md)`)
+    if (command === 'backup') {
+      const file = need(values.to, '--to')
+      const bytes = await backupEmbedded(conn.config.DATA_DIR, file)
+      out(`backed up ${conn.config.DATA_DIR} to ${file} (${bytes} bytes)`)
+    } else {
+      const file = need(values.from, '--from')
+      await restoreEmbedded(conn.config.DATA_DIR, file)
+      out(`restored ${file} into ${conn.config.DATA_DIR}`)
+    }
+    return
+  }
+  if (command === 'source') {
+    if (sub !== 'purge') throw new UsageError(`unknown source command "${sub ?? ''}" (purge)`)
+    const id = need(values.id, '--id')
+    const reason = need(values.reason, '--reason')
+    const by = values.by?.trim() || process.env.USER || 'cli'
+    const versions = await purgeSource(await conn.get(), id, reason, by)
+    if (versions === 0) throw new UsageError(`no source with id ${id}`)
+    out(`purged ${id}: the source and ${versions} version${versions === 1 ? '' : 's'} erased; recorded in source_purges`)
     return
   }
   if (command !== 'account') throw new UsageError(`unknown command "${command}"`)
@@ -168,7 +201,7 @@ async function main (): Promise<number> {
     // A named constraint of sql/ says what was wrong, in the words the API uses (db/errors.ts).
     const db = classifyDbError(e)
     const rule = db?.kind === 'constraint' ? db.rule : undefined
-    const usage = rule !== undefined || e instanceof UsageError || e instanceof DataDirInUseError || e instanceof NoDatabaseError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+    const usage = rule !== undefined || e instanceof UsageError || e instanceof DataDirInUseError || e instanceof DataDirNotEmptyError || e instanceof NoDatabaseError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
     const hint = poolerHint(e)
     err(`error: ${rule?.message ?? (e as Error).message}${hint !== undefined ? ` (${hint})` : ''}`)
     return usage ? 2 : 1

@@ -24,6 +24,7 @@ export const ErrorStatus = {
   ACCOUNT_EXISTS: 409,
   API_KEY_LIMIT: 409,
   SUBSCRIPTION_LIMIT: 409,
+  GONE: 410,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
@@ -34,6 +35,7 @@ export const ErrorStatus = {
   DUPLICATE_FEATURE: 422,
   INVALID_DATA: 422,
   INVALID_EXPIRY: 422,
+  PRECONDITION_REQUIRED: 428,
   TOO_MANY_REQUESTS: 429,
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
@@ -60,7 +62,9 @@ export const ErrorSchema = Type.Object({
   message: Type.String(),
   code: Type.String(),
   details: Type.Optional(Type.Array(ErrorDetailSchema)),
-  request_id: Type.Optional(Type.String())
+  request_id: Type.Optional(Type.String()),
+  deleted_at: Type.Optional(Type.String({ description: 'For GONE: when the source was deleted.' })),
+  version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' }))
 }, { $id: 'Error' })
 export type ErrorBody = Static<typeof ErrorSchema>
 
@@ -76,12 +80,14 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   406: 'The Accept header asks for a media type this resource is not sent in.',
   408: 'The request did not arrive in time.',
   409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with.',
+  410: 'The source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions).',
   412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
   413: 'The request body is over the size limit; the connection is closed after this answer.',
   414: 'A path segment is longer than any id of this service.',
   415: 'The request body\'s Content-Type is not one this operation reads.',
   416: 'The Range asked for lies outside the file.',
   422: 'The request is understood but its data is invalid (a period outside the acceptable window, an invalid polygon): `details` points at each problem.',
+  428: 'This change needs If-Match with the source\'s ETag as last read (GET), so that it cannot undo a change not seen.',
   429: 'Too many requests, or too many failed logins: retry after Retry-After seconds.',
   431: 'The request line and headers are too large.',
   500: 'Unexpected server error; `request_id` identifies it in the service\'s log. Retry later with backoff.',
@@ -115,6 +121,8 @@ function errorBodySchema (status: ErrorHttpStatus) {
     message: Type.String(),
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes }),
     ...(WITH_DETAILS.has(status) ? { details: Type.Optional(Type.Array(ErrorDetailSchema)) } : {}),
+    ...(status === 410 ? { deleted_at: Type.String({ format: 'date-time', description: 'When the source was deleted.' }), version: Type.Integer({ minimum: 2, description: 'The version its deletion is.' }) } : {}),
+    ...(status === 412 ? { version: Type.Optional(Type.Integer({ minimum: 1, description: 'For a source: its current version (the ETag to send is W/"<version>").' })) } : {}),
     ...(status >= 500 ? { request_id: Type.String({ description: 'The request\'s id (also X-Request-ID), as the log has it.' }) } : {})
   }, { $id: `Error${status}`, additionalProperties: false })
 }
@@ -140,12 +148,14 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   readonly details?: ErrorDetail[]
   readonly headers?: Record<string, string>
-  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string> } = {}) {
+  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version'>
+  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version'> } = {}) {
     super(message)
     this.name = 'ApiError'
     this.code = code
     this.details = extra.details
     this.headers = extra.headers
+    this.fields = extra.fields
   }
 
   get statusCode (): number { return ErrorStatus[this.code] }

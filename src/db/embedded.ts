@@ -4,6 +4,7 @@
 // one session, so the adapter hands it to one caller at a time (a queue), which keeps
 // transactions and session state (advisory locks) from interleaving.
 import { existsSync, mkdirSync } from 'node:fs'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
@@ -90,3 +91,45 @@ export async function openEmbedded (dataDir: string, { create = true }: { create
   // Kysely calls only for streaming (unused here); the adapter implements connect/query/release/end.
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata, tookOverFromPid: lock.tookOverFrom?.pid }
 }
+
+/**
+ * Writes the whole embedded database in `dataDir` to `file` (PGlite's dumpDataDir: the data
+ * directory as a gzipped tarball), holding the directory's lock, so the service must be stopped.
+ */
+export async function backupEmbedded (dataDir: string, file: string): Promise<number> {
+  const dir = resolve(dataDir)
+  if (!existsSync(join(dir, 'pgdata'))) throw new NoDatabaseError(`there is no embedded database in ${dir} (DATA_DIR)`)
+  const lock = await lockDataDir(dir)
+  try {
+    const pg = await PGlite.create(join(dir, 'pgdata'), { extensions: { postgis, btree_gist } })
+    try {
+      const dump = await pg.dumpDataDir('gzip')
+      const bytes = Buffer.from(await dump.arrayBuffer())
+      await writeFile(file, bytes)
+      return bytes.length
+    } finally {
+      await pg.close()
+    }
+  } finally {
+    await lock.release()
+  }
+}
+
+/** Makes the embedded database in `dataDir` from a backup (backupEmbedded); `dataDir` must hold none yet. */
+export async function restoreEmbedded (dataDir: string, file: string): Promise<void> {
+  const dir = resolve(dataDir)
+  if (existsSync(join(dir, 'pgdata'))) throw new DataDirNotEmptyError(`${dir} (DATA_DIR) already holds a database: restore into a new DATA_DIR, then swap the directories`)
+  mkdirSync(dir, { recursive: true })
+  const lock = await lockDataDir(dir)
+  try {
+    const loadDataDir = new Blob([await readFile(file)])
+    const pg = await PGlite.create(join(dir, 'pgdata'), { extensions: { postgis, btree_gist }, loadDataDir })
+    await pg.query('SELECT 1')
+    await pg.close()
+  } finally {
+    await lock.release()
+  }
+}
+
+/** A restore found a database where it was to make one. */
+export class DataDirNotEmptyError extends Error {}

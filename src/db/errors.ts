@@ -23,7 +23,8 @@ export const CONSTRAINTS: Record<string, ConstraintRule> = {
   accounts_role_known: { code: 'VALIDATION_FAILED', message: 'The role must be admin, editor or viewer.' },
   api_keys_name_not_blank: { code: 'VALIDATION_FAILED', message: 'The key\'s name must be 1 to 100 characters, not blank.' },
   api_keys_scope_known: { code: 'VALIDATION_FAILED', message: 'The key\'s scope must be read or write.' },
-  api_keys_expires_after_created: { code: 'INVALID_EXPIRY', message: 'expires_at must be in the future.' }
+  api_keys_expires_after_created: { code: 'INVALID_EXPIRY', message: 'expires_at must be in the future.' },
+  source_purges_reason_not_blank: { code: 'VALIDATION_FAILED', message: 'A purge needs a reason (--reason), not blank.' }
 }
 
 export type DbErrorClass =

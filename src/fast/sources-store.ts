@@ -1,24 +1,21 @@
 // The sources store on the fast path: the plain store (sources/sources.store.ts) with concurrent
-// reads and writes batched (batcher.ts), and GET, DELETE and listings compiled once
-// (compiled-query.ts). Chosen in app.ts when DB_FAST_PATH is on; the answers are the same as the
+// reads and writes batched (batcher.ts), and GET and listings compiled once
+// (compiled-query.ts); changes, deletes and history are the plain store's. Chosen in app.ts when DB_FAST_PATH is on; the answers are the same as the
 // plain store's (test/sources runs both). What it does not override is the plain store's.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import { type SourceStore, plainSourceStore } from '../sources/sources.store.js'
 import {
   type ConflictsById, type SourceInsert, type SourceRow,
-  conflictsById, deleteSourceQuery, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
+  conflictsById, insertSources, selectConflictsOf, selectSourcesByIds, visibleIn
 } from '../sources/sources.repository.js'
 import { listFirstSources, listSources } from '../sources/sources.listing.js'
 import { Batcher } from './batcher.js'
-import { compileOnce, placeholder, queryBuilder } from './compiled-query.js'
+import { compileOnce, queryBuilder } from './compiled-query.js'
 import { compiledListing } from './listing.js'
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
-const deleteScoped = compileOnce({ id: placeholder('id'), organisation: placeholder('organisation') },
-  (p) => deleteSourceQuery(queryBuilder, p.id, { organisation: p.organisation }))
-const deleteAny = compileOnce({ id: placeholder('id') }, (p) => deleteSourceQuery(queryBuilder, p.id, 'all'))
 
 export interface FastOptions {
   readsInFlight: number
@@ -77,10 +74,6 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
       const outcome = await writes.submit(insert)
       if ('error' in outcome) throw outcome.error
       return outcome.conflicts
-    },
-    delete: async (id, scope) => {
-      const query = scope === 'all' ? deleteAny({ id }) : deleteScoped({ id, organisation: scope.organisation })
-      return ((await db.executeQuery(query)).numAffectedRows ?? 0n) > 0n
     }
   }
 }

@@ -1,4 +1,5 @@
-// OGC API – Features (Part 1: Core, GeoJSON, OpenAPI 3.0) over the sources: the landing page,
+// OGC API – Features (Part 1: Core, GeoJSON, OpenAPI 3.0; Part 4: create, replace, update,
+// delete, with ETags) over the sources: the landing page,
 // conformance, the `sources` collection and its items, so GIS clients (QGIS, GDAL's OAPIF
 // driver) open the registry like any feature service. The landing page and conformance reveal
 // no data and need no token; the collection, its extent and its items are scoped like
@@ -8,16 +9,24 @@ import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, errorResponses, summarise } from '../errors.js'
-import { SECURITY } from '../plugins/auth.js'
-import { featureJson } from '../sources/source-feature.js'
+import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
-import { SourceFeatureSchema } from '../sources/sources.schema.js'
+import { Type } from '@sinclair/typebox'
+import type { Config } from '../config.js'
+import { featureOf } from '../sources/rejections.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from '../sources/source-changes.js'
+import { etagOf } from '../sources/source-feature.js'
+import { createSources } from '../sources/sources.routes.js'
+import {
+  CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, SourceOrVersionSchema,
+  VersionsResponseSchema, featureCollectionSchema
+} from '../sources/sources.schema.js'
 import { OPENAPI_MEDIA_TYPE, headerDoc, noBody, sentAs } from '../http/openapi.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
 import { parseItemsQuery } from './features.query.js'
 import {
-  CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
+  CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
   QUERYABLE_PROPERTIES, QueryablesSchema, SOURCE_PROPERTIES_SCHEMA
 } from './features.schema.js'
 
@@ -37,7 +46,11 @@ const CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset',
   'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list',
   'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt'
+  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt',
+  // Part 4 (create, replace, update, delete; src/sources/source-changes.ts)
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete',
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update',
+  'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/optimistic-locking-etags'
 ]
 const SCHEMA_JSON = 'application/schema+json'
 
@@ -116,7 +129,10 @@ function utf8Join (parts: readonly string[]): Buffer {
 const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
-const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { store, rowsPerQuery, countMax }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
+  app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+
   app.get('/', {
     schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: ['OGC API – Features'], security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
   }, async (request) => {
@@ -287,18 +303,111 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ store: SourceStore, rowsPerQue
     onRequest: [app.authenticate],
     schema: {
       operationId: 'getFeature',
-      summary: 'One source (the same Feature as GET /sources/?id=)',
+      summary: 'One source (the same Feature as GET /sources/?id=; with as_of, as the registry held it then)',
       tags: ['OGC API – Features'],
       security: SECURITY,
       params: ItemParamsSchema,
-      response: { 200: sentAs(GEOJSON, SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 406, 414, 429, 500, 503) }
+      querystring: ItemReadQuerySchema,
+      response: {
+        200: sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER }),
+        304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
+        ...errorResponses(400, 401, 404, 406, 410, 414, 429, 500, 503)
+      }
     }
   }, async (request, reply) => {
     negotiate(request)
-    const row = await store.find(request.params.id, request.account.scope)
-    if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.params.id}.`)
     const untyped: FastifyReply = reply
-    return untyped.type(GEOJSON).send(featureJson(row))
+    return await readSource(store, request, untyped, request.params.id, request.query.as_of)
+  })
+
+  app.get('/collections/sources/items/:id/versions', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getFeatureVersions',
+      summary: 'Every version of one source, newest first (deleted sources too)',
+      tags: ['OGC API – Features'],
+      security: SECURITY,
+      params: ItemParamsSchema,
+      querystring: ItemVersionsQuerySchema,
+      response: { 200: VersionsResponseSchema, ...errorResponses(400, 401, 404, 414, 429, 500, 503) }
+    }
+  }, async (request) => {
+    const self = new URL(request.url, baseOf(request))
+    return await versionsPage(store, request.account.scope, request.params.id, self, Number(request.query.limit ?? 100), request.query.cursor)
+  })
+
+  app.post('/collections/sources/items', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON', describeBodyPointer: featureOf, mediaTypes: ['application/json', 'application/geo+json'] },
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    ...app.largeBodies,
+    schema: {
+      operationId: 'createFeatures',
+      summary: 'Create sources from one GeoJSON Feature or a FeatureCollection (as POST /sources)',
+      tags: ['OGC API – Features'],
+      security: WRITE_SECURITY,
+      consumes: ['application/json', 'application/geo+json'],
+      querystring: CreateQuerySchema,
+      body: Type.Union([FeatureInputSchema, featureCollectionSchema(config.MAX_FEATURES)]),
+      response: {
+        200: DryRunResponseSchema,
+        201: {
+          ...CreateResponseSchema,
+          headers: { Location: headerDoc('When one source was created: its item\'s URL.'), ETag: headerDoc('When one source was created: W/"1", its first version.') }
+        },
+        ...errorResponses(400, 401, 403, 408, 409, 413, 415, 422, 429, 500, 503)
+      }
+    }
+  }, async (request, reply) => {
+    const body = request.body
+    const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
+    const created = await createSources(config, store, request, fc, request.query, (id) => `${baseOf(request)}/collections/sources/items/${id}`)
+    if (created.location !== undefined) void reply.header('location', created.location).header('etag', etagOf(1))
+    return await reply.code(created.status).send(created.body)
+  })
+
+  app.put('/collections/sources/items/:id', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: ['application/json', 'application/geo+json'] },
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    schema: {
+      operationId: 'replaceFeature',
+      summary: 'Replace one source with a GeoJSON Feature (If-Match required)',
+      tags: ['OGC API – Features'],
+      security: WRITE_SECURITY,
+      consumes: ['application/json', 'application/geo+json'],
+      params: ItemParamsSchema,
+      body: FeatureInputSchema,
+      response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
+    }
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, request, request.params.id, request.body)))
+
+  app.patch('/collections/sources/items/:id', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor'), mergePatchOnly],
+    schema: {
+      operationId: 'updateFeature',
+      summary: 'Change one source with a JSON merge patch (RFC 7396; If-Match required)',
+      tags: ['OGC API – Features'],
+      security: WRITE_SECURITY,
+      consumes: [MERGE_PATCH],
+      params: ItemParamsSchema,
+      body: MergePatchSchema,
+      response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
+    }
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, request, request.params.id, request.body)))
+
+  app.delete('/collections/sources/items/:id', {
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    schema: {
+      operationId: 'deleteFeature',
+      summary: 'Delete one source (If-Match honoured when sent); its versions stay readable',
+      tags: ['OGC API – Features'],
+      security: WRITE_SECURITY,
+      params: ItemParamsSchema,
+      response: { 204: noBody('Deleted.'), ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 414, 415, 429, 500, 503) }
+    }
+  }, async (request, reply) => {
+    await remove(store, request, request.params.id)
+    return await (reply as FastifyReply).code(204).send()
   })
 }
 

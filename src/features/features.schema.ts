@@ -2,7 +2,7 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
-import { SourceFeatureSchema, SourceIdSchema } from '../sources/sources.schema.js'
+import { SourceFeatureSchema, SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
@@ -116,7 +116,12 @@ export const QUERYABLE_PROPERTIES = {
   start_at: timestamp('Start', 'The first instant of the validity period.'),
   end_at: timestamp('End', 'The end of the validity period, the first instant after it: the period is [start_at, end_at). INTERVAL(start_at, end_at) is the CQL2 interval of the two values, closed at both ends.'),
   created_at: timestamp('Created', 'When the source was registered.'),
+  updated_at: timestamp('Updated', 'When its current version was written (created_at for version 1).'),
+  version: { title: 'Version', description: 'Its version number: 1 when created, one more at every change.', type: 'integer' },
   area_m2: { title: 'Area (m²)', description: 'The area on the WGS 84 ellipsoid, in square metres.', type: 'number' },
   conflict: { title: 'In conflict', description: 'Whether the source conflicts with another (of any organisation).', type: 'boolean' },
   geometry: { title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' }
 }
+
+export const ItemReadQuerySchema = Type.Object({ as_of: SourceReadQuerySchema.properties.as_of })
+export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor }, { additionalProperties: false })

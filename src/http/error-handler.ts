@@ -68,7 +68,7 @@ function logged (err: Error): { err: Error, hint?: string } {
 function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, headers: Record<string, string>): ErrorBody {
   if (err instanceof ApiError) {
     Object.assign(headers, err.headers)
-    return { status: err.statusCode, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }
+    return { status: err.statusCode, code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), ...err.fields }
   }
   if ('validation' in err && Array.isArray(err.validation)) {
     const config = request.routeOptions.config

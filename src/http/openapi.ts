@@ -32,24 +32,25 @@ const DESCRIPTION = `Register areas (GeoJSON polygons) with a validity period; r
 
 Every operation needs \`Authorization: Bearer <token>\` (POST /token) unless its \`security\` is empty.
 A path not listed here is answered 404 (\`#/components/responses/NotFound\`); a listed path asked with a method it does not list, 405 with Allow (\`#/components/responses/MethodNotAllowed\`).
-A trailing slash is ignored: /sources and /sources/ are one resource (both forms are listed for the seed's GET and DELETE /sources/?id=).
+A trailing slash is ignored: /sources and /sources/ are one resource (both forms are listed for GET, PUT, PATCH and DELETE /sources/?id=).
 Every GET is also answered to HEAD: the same status and headers, no body. Every answer of an operation carries X-Request-ID (the client's own when it sends a well-formed one).
 A request that is not HTTP/1.1, whose head is over the header limit, or that does not arrive in time is answered 400, 431 or 408 (Error400, Error431, Error408) before it reaches an operation, and its connection is closed.`
 
 /**
- * The seed's clients call GET and DELETE /sources/?id= (with the slash); the router serves both
- * forms (ignoreTrailingSlash), so the document lists both: the seed's first.
+ * The seed's clients call GET and DELETE /sources/?id= (with the slash), and PUT and PATCH are
+ * written the same way (issue 34); the router serves both forms (ignoreTrailingSlash), so the
+ * document lists both: the slashed one first.
  */
 function withSeedPaths (doc: Partial<OpenAPIV3.Document>): Partial<OpenAPIV3.Document> {
   const plain = doc.paths?.['/sources']
   if (doc.paths === undefined || plain?.get === undefined || plain.delete === undefined) return doc
-  const { get, delete: del } = plain
+  const seeded = (['get', 'put', 'patch', 'delete'] as const).filter((m) => plain[m] !== undefined)
   const renamed = (op: OpenAPIV3.OperationObject): OpenAPIV3.OperationObject => ({ ...op, operationId: `${op.operationId ?? ''}WithoutSlash` })
   const paths: OpenAPIV3.PathsObject = {}
   for (const [path, item] of Object.entries(doc.paths)) {
     if (path === '/sources') {
-      paths['/sources/'] = { get, delete: del }
-      paths['/sources'] = { ...item, get: renamed(get), delete: renamed(del) }
+      paths['/sources/'] = Object.fromEntries(seeded.map((m) => [m, plain[m]]))
+      paths['/sources'] = { ...item, ...Object.fromEntries(seeded.map((m) => [m, renamed(plain[m] as OpenAPIV3.OperationObject)])) }
     } else {
       paths[path] = item
     }

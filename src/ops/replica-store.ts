@@ -48,10 +48,17 @@ export function replicaSourceStore (primary: SourceStore, replicas: Replicas, st
       if (outcome.kept) await wrote()
       return outcome
     },
-    delete: async (id, scope) => {
-      const deleted = await primary.delete(id, scope)
-      if (deleted) await wrote()
-      return deleted
+    versions: (id, scope, page) => read((s) => s.versions(id, scope, page)),
+    versionAt: (id, scope, at) => read((s) => s.versionAt(id, scope, at)),
+    update: async (change, edit) => {
+      const row = await primary.update(change, edit)
+      if (row !== undefined) await wrote()
+      return row
+    },
+    delete: async (change) => {
+      const version = await primary.delete(change)
+      if (version !== undefined) await wrote()
+      return version
     }
   }
 }

@@ -16,13 +16,15 @@ export const QUERYABLE_TYPES = {
   start_at: 'timestamp',
   end_at: 'timestamp',
   created_at: 'timestamp',
+  updated_at: 'timestamp',
+  version: 'number',
   area_m2: 'number',
   conflict: 'boolean',
   geometry: 'geometry'
 } as const
 export type Queryable = keyof typeof QUERYABLE_TYPES
 export type ScalarProperty = Exclude<Queryable, 'geometry'>
-export type InstantProperty = 'start_at' | 'end_at' | 'created_at'
+export type InstantProperty = 'start_at' | 'end_at' | 'created_at' | 'updated_at'
 
 /** A scalar operand: a property, or a literal (a timestamp as RFC 3339 UTC text). */
 export type Scalar = { property: ScalarProperty } | { text: string } | { number: number } | { timestamp: string } | { boolean: boolean }
@@ -61,6 +63,8 @@ const SCALAR_PROPERTIES: Record<ScalarProperty, RawBuilder<unknown>> = {
   start_at: sql`lower(sources.period)`,
   end_at: sql`upper(sources.period)`,
   created_at: sql`sources.created_at`,
+  updated_at: sql`sources.updated_at`,
+  version: sql`sources.version`,
   area_m2: sql`sources.area_m2`,
   conflict: CONFLICT
 }
@@ -115,7 +119,8 @@ function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox
 const INSTANT_PROPERTIES: Record<InstantProperty, RawBuilder<unknown>> = {
   start_at: sql`lower(sources.period)`,
   end_at: sql`upper(sources.period)`,
-  created_at: sql`sources.created_at`
+  created_at: sql`sources.created_at`,
+  updated_at: sql`sources.updated_at`
 }
 
 const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? INSTANT_PROPERTIES[i.property] : sql`${i.timestamp}::timestamptz`

@@ -24,7 +24,7 @@ export type CheckResult =
 
 const MAX_DETAILS = 100
 
-function checkRings (rings: number[][][], base: string, details: ErrorDetail[]): void {
+export function checkRings (rings: number[][][], base: string, details: ErrorDetail[]): void {
   rings.forEach((ring, r) => {
     ring.forEach((pos, p) => {
       const [lon, lat, alt] = pos as [number, number, number | undefined]

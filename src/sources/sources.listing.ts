@@ -153,7 +153,7 @@ const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compil
 
 /** The sources of a page (ids and sort keys, limit + 1 of them), numbered n in the page's order. */
 function pageSources (page: RawBuilder<unknown>, listPage: ListPage) {
-  return sql`SELECT s.id, s.feature_id, s.organisation, s.geom, s.period, s.created_at, s.area_m2,
+  return sql`SELECT s.id, s.feature_id, s.organisation, s.geom, s.period, s.created_at, s.updated_at, s.version, s.area_m2,
       row_number() OVER (ORDER BY ${keyOrder('page.', listPage)}) AS n
     FROM sources AS s JOIN ${page} AS page ON page.id = s.id`
 }
@@ -255,5 +255,6 @@ function featureText () {
   return sql<string>`'{"type":"Feature","id":' || to_json(sources.id) || ',"geometry":' || ${stAsGeoJson(sql`sources.geom`)}
     || ',"properties":{"feature_id":' || to_json(sources.feature_id) || ',"start_at":' || ${isoJson(sql`lower(sources.period)`)}
     || ',"end_at":' || ${isoJson(sql`upper(sources.period)`)} || ',"created_at":' || ${isoJson(sql`sources.created_at`)}
+    || ',"updated_at":' || ${isoJson(sql`sources.updated_at`)} || ',"version":' || sources.version
     || ',"organisation":' || to_json(sources.organisation) || ',"area_m2":' || sources.area_m2 || ${conflicts} || '}}'`
 }

@@ -41,6 +41,9 @@ export interface SourceRow {
   start_at: string
   end_at: string
   created_at: string
+  /** When the current version was written; `version` counts the versions (1 when created). */
+  updated_at: string
+  version: number
   area_m2: number
   /**
    * Up to CONFLICTS_LISTED + 1 of its conflicts as [id, overlap_m2, overlap_ratio, start, end],
@@ -64,10 +67,12 @@ function unnestSources (sources: NewSource[]) {
 export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<void> {
   const all = inserts.flatMap((i) => i.sources)
   const owners = inserts.flatMap((i) => i.sources.map(() => i.owner))
+  // The history names each row's creating account (sources_recorded_by's '@created_by').
   await sql`
+    WITH writer AS (SELECT set_config('source_registry.account', '@created_by', true) AS who)
     INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
     SELECT t.id, t.feature_id, o.organisation, o.created_by, t.geom, tstzrange(t.start_at, t.end_at, '[)')
-    FROM ${unnestSources(all)}
+    FROM writer, ${unnestSources(all)}
     JOIN ROWS FROM (
       unnest(${owners.map((o) => o.organisation)}::text[]),
       unnest(${owners.map((o) => o.accountId)}::uuid[])
@@ -137,7 +142,7 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
         ORDER BY ST_Distance(ST_Boundary(r.geom), ST_SetSRID(v.location, 4326)) LIMIT 1) END AS ring,
       tstzrange(t.start_at, t.end_at, '[)') <@ sources_period_window() AS in_window,
       (SELECT s.id FROM sources AS s
-        WHERE s.organisation = ${organisation} AND s.feature_id = t.feature_id
+        WHERE s.organisation = ${organisation} AND s.feature_id = t.feature_id AND s.id <> t.id
           AND s.period && tstzrange(t.start_at, t.end_at, '[)')
         ORDER BY s.created_at LIMIT 1) AS existing_id,
       ${isoUtc(rangeLower(sql`sources_period_window()`))} AS window_start,
@@ -173,12 +178,13 @@ function conflictsColumn (id: Expression<unknown>) {
 }
 
 /** The columns of a source as the API returns it. */
-function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>) {
+function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>, updatedAt: Expression<unknown>) {
   return [
     stAsGeoJson(geom).as('geometry'),
     isoUtc(rangeLower(period)).as('start_at'),
     isoUtc(rangeUpper(period)).as('end_at'),
     isoUtc(createdAt).as('created_at'),
+    isoUtc(updatedAt).as('updated_at'),
     conflictsColumn(id)
   ] as const
 }
@@ -186,7 +192,7 @@ function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, peri
 /** The sources with these ids, whatever their organisation (the caller checks the scope). */
 export function selectSourcesByIds (db: Db, ids: string[]) {
   return db.selectFrom('sources')
-    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'))])
+    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', 'version', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'), eb.ref('updated_at'))])
     .where('id', '=', sql<string>`any(${ids}::text[])`)
 }
 
@@ -204,14 +210,120 @@ export async function findSourceById (db: Db, id: string, scope: Scope): Promise
   return visibleIn(row, scope)
 }
 
-/** DELETE of one id, limited to an organisation unless the scope is every organisation. */
-export function deleteSourceQuery (db: Db, id: string, scope: Scope) {
-  const query = db.deleteFrom('sources').where('id', '=', id)
-  return scope === 'all' ? query : query.where('organisation', '=', scope.organisation)
+/**
+ * A change of one source: which, in what scope, the versions it may apply to (those If-Match
+ * names; undefined for `*`, any), and who makes it ('@' and the account's id: the history records
+ * its e-mail, sources_recorded_by in sql/functions/source_versions.sql).
+ */
+export interface SourceChange { id: string, scope: Scope, versions: number[] | undefined, by: string }
+
+/** What a change sets: a PUT all of it, a PATCH what it names (the rest stays as stored). */
+export interface SourceEdit { featureId?: string, rings?: number[][][], startAt?: string, endAt?: string }
+
+const scoped = (scope: Scope) => scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`
+
+/** The row a change applies to: this id, in the scope, at a version If-Match names. */
+function changeGuard (change: SourceChange) {
+  const versions = change.versions === undefined ? sql`true` : sql`s.version = any(${change.versions}::int[])`
+  return sql`s.id = ${change.id} AND ${scoped(change.scope)} AND ${versions}`
 }
 
-/** Returns false when no source with that id is visible in the scope. */
-export async function deleteSource (db: Db, id: string, scope: Scope): Promise<boolean> {
-  const r = await deleteSourceQuery(db, id, scope).executeTakeFirst()
-  return r.numDeletedRows > 0n
+/** Names the writer for the history triggers, for this statement's transaction alone. */
+const writer = (by: string) => sql`writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who)`
+
+/**
+ * One UPDATE, one statement: the version check in its WHERE (so of two changes from one version,
+ * the second re-checks the row it waited for and changes nothing), the writer named in the same
+ * statement, and the source read back by RETURNING as GET returns it, but for its conflicts:
+ * the AFTER trigger that writes them runs at the end of the statement, after RETURNING
+ * (`conflicts` is null here; the store reads them). Undefined when nothing changed.
+ */
+export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<SourceRow | undefined> {
+  const geom = edit.rings === undefined ? sql`s.geom` : sql`ST_GeometryN(${multiPolygonEwkb([edit.rings])}::bytea::geometry, 1)`
+  const { rows } = await sql<SourceRow>`WITH ${writer(change.by)}
+    UPDATE sources AS s
+    SET feature_id = coalesce(${edit.featureId ?? null}::text, s.feature_id), geom = ${geom},
+      period = tstzrange(coalesce(${edit.startAt ?? null}::timestamptz, lower(s.period)), coalesce(${edit.endAt ?? null}::timestamptz, upper(s.period)), '[)')
+    FROM writer WHERE ${changeGuard(change)}
+    RETURNING s.id, s.feature_id, s.organisation, s.area_m2, s.version, ${stAsGeoJson(sql`s.geom`)} AS geometry,
+      ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
+      ${isoUtc(sql`s.created_at`)} AS created_at, ${isoUtc(sql`s.updated_at`)} AS updated_at, NULL::json AS conflicts`.execute(db)
+  return rows[0]
+}
+
+/** Deletes a source (its history stays in source_versions); the version its deletion is, or undefined when nothing was deleted. */
+export async function deleteSource (db: Db, change: SourceChange): Promise<number | undefined> {
+  const { rows } = await sql<{ version: number }>`WITH ${writer(change.by)}
+    DELETE FROM sources AS s USING writer WHERE ${changeGuard(change)} RETURNING s.version + 1 AS version`.execute(db)
+  return rows[0]?.version
+}
+
+/** The current version of a source visible in the scope (after a change that changed nothing: why). */
+export async function findVersion (db: Db, id: string, scope: Scope): Promise<number | undefined> {
+  const { rows } = await sql<{ version: number }>`SELECT s.version FROM sources AS s WHERE s.id = ${id} AND ${scoped(scope)}`.execute(db)
+  return rows[0]?.version
+}
+
+/** A source that was deleted, visible in the scope: when, and the version its deletion is. */
+export async function findDeletion (db: Db, id: string, scope: Scope): Promise<{ deleted_at: string, version: number } | undefined> {
+  const { rows } = await sql<{ deleted_at: string, version: number }>`
+    SELECT ${isoUtc(sql`s.recorded_at`)} AS deleted_at, s.version FROM source_versions AS s
+    WHERE s.source_id = ${id} AND s.operation = 'delete' AND ${scoped(scope)}`.execute(db)
+  return rows[0]
+}
+
+/** One version of a source, with the feature as it was (geometry as GeoJSON text). */
+export interface VersionRow {
+  id: string
+  version: number
+  operation: 'create' | 'update' | 'delete'
+  recorded_at: string
+  recorded_by: string
+  feature_id: string
+  organisation: string
+  geometry: string
+  start_at: string
+  end_at: string
+  created_at: string
+  area_m2: number
+}
+
+const versionColumns = sql`s.source_id AS id, s.version, s.operation, ${isoUtc(sql`s.recorded_at`)} AS recorded_at, s.recorded_by,
+  s.feature_id, s.organisation, ${stAsGeoJson(sql`s.geom`)} AS geometry,
+  ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
+  ${isoUtc(sql`s.created_at`)} AS created_at, lonlat_area_m2(s.geom) AS area_m2`
+
+/** The versions of a source visible in the scope, newest first, below version `before` when given; limit + 1 of them. */
+export async function findVersions (db: Db, id: string, scope: Scope, page: { limit: number, before?: number }): Promise<VersionRow[]> {
+  const before = page.before === undefined ? sql`true` : sql`s.version < ${page.before}::int`
+  const { rows } = await sql<VersionRow>`SELECT ${versionColumns} FROM source_versions AS s
+    WHERE s.source_id = ${id} AND ${scoped(scope)} AND ${before}
+    ORDER BY s.version DESC LIMIT ${page.limit + 1}::int`.execute(db)
+  return rows
+}
+
+/** The version of a source held at an instant (a deletion when it was deleted by then), if it existed. */
+export async function findVersionAt (db: Db, id: string, scope: Scope, at: string): Promise<VersionRow | undefined> {
+  const { rows } = await sql<VersionRow>`SELECT ${versionColumns} FROM source_versions AS s
+    WHERE s.source_id = ${id} AND ${scoped(scope)} AND s.recorded_at <= ${at}::timestamptz
+    ORDER BY s.version DESC LIMIT 1`.execute(db)
+  return rows[0]
+}
+
+/**
+ * Erases a source for good: the row (if still there) and every version, in one transaction,
+ * leaving an entry in source_purges (who, what, why). Returns how many versions went (0: no
+ * such source, nothing recorded).
+ */
+export async function purgeSource (db: Kysely<Database>, id: string, reason: string, by: string): Promise<number> {
+  return await db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('source_registry.account', ${by}, true)`.execute(trx)
+    await sql`DELETE FROM sources WHERE id = ${id}`.execute(trx)
+    const { rows } = await sql<{ versions: number }>`
+      WITH gone AS (DELETE FROM source_versions WHERE source_id = ${id} RETURNING organisation)
+      INSERT INTO source_purges (source_id, organisation, versions, reason, purged_by)
+      SELECT ${id}, min(gone.organisation), count(*), ${reason}, ${by} FROM gone HAVING count(*) > 0
+      RETURNING versions`.execute(trx)
+    return rows[0]?.versions ?? 0
+  })
 }

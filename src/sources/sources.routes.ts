@@ -1,27 +1,82 @@
-// POST /sources, GET /sources/?id=, DELETE /sources/?id= (with or without the trailing slash).
+// POST /sources, GET, PUT, PATCH and DELETE /sources/?id=, GET /sources/versions?id= (with or
+// without the trailing slash). One source's changes and reads are source-changes.ts's, shared
+// with the OGC items paths.
 // HTTP only: checks (geojson.ts), storage (a SourceStore, plain or fast, chosen in app.ts) and
 // the explanation of a rejected write (rejections.ts) live beside it.
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Config } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
-import { headerDoc, sentAs } from '../http/openapi.js'
+import { headerDoc, noBody, sentAs } from '../http/openapi.js'
 import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import { checkFeatureCollection } from './geojson.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { featureOf, explainRejection } from './rejections.js'
 import { newSourceIds } from './source-id.js'
+import { etagOf } from './source-feature.js'
 import {
-  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, SourceFeatureSchema, SourceQuerySchema,
-  featureCollectionSchema, type CreateResponse, type DryRunResponse
+  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema,
+  SourceOrVersionSchema, SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema, VersionsResponseSchema,
+  featureCollectionSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection
 } from './sources.schema.js'
 import type { ConflictsById, NewSource } from './sources.repository.js'
-import { featureJson } from './source-feature.js'
 import type { SourceStore } from './sources.store.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from './source-changes.js'
+
+/**
+ * POST's work, for /sources and /collections/sources/items alike: checks (400/422), ids, the
+ * insert under the conflict policy, and what to answer (201, or 200 for a dry run; a Location
+ * for one source, made by `locate`).
+ */
+export async function createSources (
+  config: Config, store: SourceStore, request: FastifyRequest, fc: FeatureCollection, query: CreateQuery,
+  locate: (id: string) => string = (id) => `/sources/?id=${id}`
+): Promise<{ status: 200, body: DryRunResponse, location?: undefined } | { status: 201, body: CreateResponse, location?: string }> {
+  const checked = checkFeatureCollection(fc)
+  if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
+  const account = request.account
+  const ids = newSourceIds(checked.features.length)
+  const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
+  const insert = { owner: { organisation: account.organisation, accountId: account.id }, sources }
+  const dryRun = query.dry_run === 'true'
+  const reject = (query.on_conflict ?? config.CONFLICT_POLICY) === 'reject'
+  let conflicts: ConflictsById
+  try {
+    if (dryRun || reject) {
+      // In a transaction that commits only a real write without conflicts: dry runs and
+      // rejected writes roll back, and what they read is what a commit would have recorded.
+      const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
+      if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
+      conflicts = outcome.conflicts
+    } else {
+      conflicts = await store.insert(insert)
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err
+    throw await explainRejection(err, sources, (s) => store.diagnose(account.organisation, s))
+  }
+  if (dryRun) {
+    const each = featureConflicts(conflicts, sources)
+    return {
+      status: 200,
+      body: {
+        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${each.filter((f) => f.conflict).length} with conflicts.`,
+        dry_run: true,
+        sources: each
+      }
+    }
+  }
+  const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId, ...conflictIds(conflicts, s.id) }))
+  const only = created.length === 1 ? created[0] : undefined
+  return only !== undefined
+    ? { status: 201, body: { id: only.id, message: 'Source created.', sources: created }, location: locate(only.id) }
+    : { status: 201, body: { message: `${created.length} sources created.`, sources: created } }
+}
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore }> = async (app, { config, store }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.post('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', describeBodyPointer: featureOf, mediaTypes: ['application/json', 'application/geo+json'] },
@@ -36,81 +91,90 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceSt
       body: featureCollectionSchema(config.MAX_FEATURES),
       response: {
         200: DryRunResponseSchema,
-        201: { ...CreateResponseSchema, headers: { Location: headerDoc('When one source was created: /sources/?id=<its id>.') } },
+        201: { ...CreateResponseSchema, headers: { Location: headerDoc('When one source was created: /sources/?id=<its id>.'), ETag: headerDoc('When one source was created: W/"1", its first version.') } },
         ...errorResponses(400, 401, 403, 408, 409, 413, 415, 422, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
-    const checked = checkFeatureCollection(request.body)
-    if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
-    const account = request.account
-    const ids = newSourceIds(checked.features.length)
-    const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
-    const insert = { owner: { organisation: account.organisation, accountId: account.id }, sources }
-    const dryRun = request.query.dry_run === 'true'
-    const reject = (request.query.on_conflict ?? config.CONFLICT_POLICY) === 'reject'
-    let conflicts: ConflictsById
-    try {
-      if (dryRun || reject) {
-        // In a transaction that commits only a real write without conflicts: dry runs and
-        // rejected writes roll back, and what they read is what a commit would have recorded.
-        const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
-        if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
-        conflicts = outcome.conflicts
-      } else {
-        conflicts = await store.insert(insert)
-      }
-    } catch (err) {
-      if (err instanceof ApiError) throw err
-      throw await explainRejection(err, sources, (s) => store.diagnose(account.organisation, s))
-    }
-    if (dryRun) {
-      const each = featureConflicts(conflicts, sources)
-      const body: DryRunResponse = {
-        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${each.filter((f) => f.conflict).length} with conflicts.`,
-        dry_run: true,
-        sources: each
-      }
-      return await reply.code(200).send(body)
-    }
-    const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId, ...conflictIds(conflicts, s.id) }))
-    const body: CreateResponse = created.length === 1
-      ? { id: created[0]?.id, message: 'Source created.', sources: created }
-      : { message: `${created.length} sources created.`, sources: created }
-    if (created.length === 1) void reply.header('location', `/sources/?id=${created[0]?.id as string}`)
-    return reply.code(201).send(body)
+    const created = await createSources(config, store, request, request.body, request.query)
+    if (created.location !== undefined) void reply.header('location', created.location).header('etag', etagOf(1))
+    return await reply.code(created.status).send(created.body)
   })
 
   app.get('/sources', {
     onRequest: [app.authenticate],
     schema: {
       operationId: 'getSource',
-      summary: 'Read one source as a GeoJSON Feature',
+      summary: 'Read one source as a GeoJSON Feature (with as_of, as the registry held it then)',
       security: SECURITY,
-      querystring: SourceQuerySchema,
-      response: { 200: sentAs('application/geo+json', SourceFeatureSchema, 'The source.'), ...errorResponses(400, 401, 404, 429, 500, 503) }
+      querystring: SourceReadQuerySchema,
+      response: {
+        200: sentAs('application/geo+json', SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER }),
+        304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
+        ...errorResponses(400, 401, 404, 410, 429, 500, 503)
+      }
     }
   }, async (request, reply) => {
-    const row = await store.find(request.query.id, request.account.scope)
-    if (row === undefined) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
     // A string is sent as it is; the typed reply wants the schema's object type, the plain
-    // FastifyReply it extends takes any payload (featureJson above).
+    // FastifyReply it extends takes any payload (featureJson).
     const untyped: FastifyReply = reply
-    return untyped.type('application/geo+json').send(featureJson(row))
+    return await readSource(store, request, untyped, request.query.id, request.query.as_of)
   })
+
+  app.get('/sources/versions', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getSourceVersions',
+      summary: 'Every version of one source, newest first (deleted sources too)',
+      security: SECURITY,
+      querystring: VersionsQuerySchema,
+      response: { 200: VersionsResponseSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
+    }
+  }, async (request) => {
+    const self = new URL(request.url, `${request.protocol}://${request.host}`)
+    return await versionsPage(store, request.account.scope, request.query.id, self, Number(request.query.limit ?? 100), request.query.cursor)
+  })
+
+  app.put('/sources', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: ['application/json', 'application/geo+json'] },
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    schema: {
+      operationId: 'replaceSource',
+      summary: 'Replace one source with a GeoJSON Feature (If-Match required)',
+      security: WRITE_SECURITY,
+      consumes: ['application/json', 'application/geo+json'],
+      querystring: SourceQuerySchema,
+      body: FeatureInputSchema,
+      response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
+    }
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, request, request.query.id, request.body)))
+
+  app.patch('/sources', {
+    config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor'), mergePatchOnly],
+    schema: {
+      operationId: 'updateSource',
+      summary: 'Change one source with a JSON merge patch (RFC 7396; If-Match required)',
+      security: WRITE_SECURITY,
+      consumes: [MERGE_PATCH],
+      querystring: SourceQuerySchema,
+      body: MergePatchSchema,
+      response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
+    }
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, request, request.query.id, request.body)))
 
   app.delete('/sources', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {
       operationId: 'deleteSource',
-      summary: 'Delete one source',
+      summary: 'Delete one source (If-Match honoured when sent); its versions stay readable',
       security: WRITE_SECURITY,
       querystring: SourceQuerySchema,
       // A DELETE's body is read (and ignored) like a POST's, so it can be too large, of an unread type, or late.
-      response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 408, 413, 415, 429, 500, 503) }
+      response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 415, 429, 500, 503) }
     }
   }, async (request) => {
-    if (!await store.delete(request.query.id, request.account.scope)) throw new ApiError('NOT_FOUND', `No source with id ${request.query.id}.`)
+    await remove(store, request, request.query.id)
     return { message: `Source ${request.query.id} deleted.` }
   })
 }

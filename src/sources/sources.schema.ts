@@ -26,6 +26,8 @@ export const FeatureInputSchema = Type.Object({
   bbox: Type.Optional(BboxSchema)
 })
 
+export type FeatureInput = Static<typeof FeatureInputSchema>
+
 export function featureCollectionSchema (maxFeatures: number) {
   return Type.Object({
     type: Type.Literal('FeatureCollection'),
@@ -66,6 +68,7 @@ export const CreateQuerySchema = Type.Object({
   on_conflict: Type.Optional(Type.Union([Type.Literal('record'), Type.Literal('reject')], { description: 'record: store and report conflicts (201). reject: store nothing when any feature would conflict (409 SOURCE_OVERLAP). Default: the deployment\'s CONFLICT_POLICY.' })),
   dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: validate and detect conflicts exactly as a real POST, answer 200 with what would be created, store nothing.' }))
 }, { additionalProperties: false })
+export type CreateQuery = Static<typeof CreateQuerySchema>
 
 export const DryRunResponseSchema = Type.Object({
   message: Type.String(),
@@ -100,6 +103,8 @@ export const SourceFeatureSchema = Type.Object({
     start_at: UtcDateTimeSchema,
     end_at: UtcDateTimeSchema,
     created_at: UtcDateTimeSchema,
+    updated_at: Type.String({ ...UtcDateTimeSchema, description: 'When this version was written (created_at for version 1).' }),
+    version: Type.Integer({ minimum: 1, description: 'Version number: 1 when created, one more at every change. The ETag names it.' }),
     organisation: Type.String(),
     area_m2: Type.Number({ description: 'Area in square metres on the WGS 84 ellipsoid, edges straight in longitude/latitude as RFC 7946 defines them.' }),
     conflict: Type.Boolean({ description: 'Whether another source (of any organisation) claims the same land for an overlapping period: periods overlap and the areas still intersect after each is shrunk inward by the conflict tolerance (9 m by default).' }),
@@ -109,3 +114,49 @@ export const SourceFeatureSchema = Type.Object({
 }, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946).' })
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
+
+export const SourceReadQuerySchema = Type.Object({
+  id: SourceIdSchema,
+  as_of: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'RFC 3339 instant: the source as held then (404 if it did not exist yet, 410 if it was deleted by then).' }))
+})
+
+/** A source as one of its versions held it: no conflicts (they are not versioned). */
+export const VersionFeatureSchema = Type.Object({
+  type: Type.Literal('Feature'),
+  id: SourceIdSchema,
+  geometry: SourceFeatureSchema.properties.geometry,
+  properties: Type.Object({
+    feature_id: FeatureIdSchema,
+    start_at: UtcDateTimeSchema,
+    end_at: UtcDateTimeSchema,
+    created_at: UtcDateTimeSchema,
+    updated_at: Type.String({ ...UtcDateTimeSchema, description: 'When this version was written.' }),
+    version: Type.Integer({ minimum: 1 }),
+    organisation: Type.String(),
+    area_m2: Type.Number()
+  })
+}, { description: 'The source as this version held it (conflicts are not versioned).' })
+
+export const SourceOrVersionSchema = Type.Union([SourceFeatureSchema, VersionFeatureSchema], { description: 'The source; with as_of, the version held then.' })
+
+export const VersionsQuerySchema = Type.Object({
+  id: SourceIdSchema,
+  limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: 'Versions per page, 1 to 1,000 (default 100).' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'From the next link: the versions before this one.' }))
+}, { additionalProperties: false })
+
+export const VersionsResponseSchema = Type.Object({
+  id: SourceIdSchema,
+  versions: Type.Array(Type.Object({
+    version: Type.Integer({ minimum: 1 }),
+    operation: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]),
+    recorded_at: Type.String({ ...UtcDateTimeSchema, description: 'Transaction time of the write.' }),
+    recorded_by: Type.String({ description: 'The account\'s e-mail, or the database role for a write made with SQL.' }),
+    feature: VersionFeatureSchema
+  }), { description: 'Newest first.' }),
+  links: Type.Array(Type.Object({ href: Type.String(), rel: Type.String(), type: Type.String() })),
+  numberReturned: Type.Integer({ minimum: 0 })
+})
+export type VersionsResponse = Static<typeof VersionsResponseSchema>
+
+export const NotModifiedSchema = Type.Null({ description: 'Not modified: the ETag in If-None-Match is current.' })

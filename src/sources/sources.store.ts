@@ -5,8 +5,8 @@
 import type { Kysely } from 'kysely'
 import type { Database, Scope } from '../db/database.js'
 import {
-  type ConflictsById, type NewSource, type SourceDiagnosis, type SourceInsert, type SourceRow,
-  conflictsOfSources, deleteSource, diagnoseSources, findSourceById, insertSources, insertSourcesIf
+  type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type VersionRow,
+  conflictsOfSources, deleteSource, diagnoseSources, findDeletion, findSourceById, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf, updateSource
 } from './sources.repository.js'
 import { type ListInput, type ListedPage, type SourcesExtent, listFirstSources, listSources, runPlain, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
@@ -22,7 +22,21 @@ export interface SourceStore {
   insertIf: (insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean) => Promise<{ conflicts: ConflictsById, kept: boolean }>
   /** Per feature, what the constraints of `sources` say about it (after a write was rejected). */
   diagnose: (organisation: string, sources: NewSource[]) => Promise<SourceDiagnosis[]>
-  delete: (id: string, scope: Scope) => Promise<boolean>
+  /**
+   * Changes a source at a version If-Match names (one UPDATE); the source as GET returns it,
+   * conflicts included, or undefined when nothing changed (then `version` and `deletion` say why).
+   */
+  update: (change: SourceChange, edit: SourceEdit) => Promise<SourceRow | undefined>
+  /** Deletes a source at a version If-Match names (its history stays): the version its deletion is, or undefined. */
+  delete: (change: SourceChange) => Promise<number | undefined>
+  /** The current version of a source, read on the primary. */
+  version: (id: string, scope: Scope) => Promise<number | undefined>
+  /** When a deleted source was deleted, and the version its deletion is. */
+  deletion: (id: string, scope: Scope) => Promise<{ deleted_at: string, version: number } | undefined>
+  /** Its versions, newest first (findVersions). */
+  versions: (id: string, scope: Scope, page: { limit: number, before?: number }) => Promise<VersionRow[]>
+  /** The version held at an instant (findVersionAt). */
+  versionAt: (id: string, scope: Scope, at: string) => Promise<VersionRow | undefined>
   /** A page of a listing (listSources). */
   list: (input: ListInput) => Promise<ListedPage>
   /** A first page and numberMatched (listFirstSources). */
@@ -42,7 +56,16 @@ export function plainSourceStore (db: Kysely<Database>): SourceStore {
     },
     insertIf: (insert, keep) => insertSourcesIf(db, insert, keep),
     diagnose: (organisation, sources) => diagnoseSources(db, organisation, sources),
-    delete: (id, scope) => deleteSource(db, id, scope),
+    update: async (change, edit) => {
+      const row = await updateSource(db, change, edit)
+      if (row !== undefined) row.conflicts = (await conflictsOfSources(db, [row.id])).get(row.id)?.conflicts ?? null
+      return row
+    },
+    version: (id, scope) => findVersion(db, id, scope),
+    delete: (change) => deleteSource(db, change),
+    deletion: (id, scope) => findDeletion(db, id, scope),
+    versions: (id, scope, page) => findVersions(db, id, scope, page),
+    versionAt: (id, scope, at) => findVersionAt(db, id, scope, at),
     list: (input) => listSources(runPlain(db), input),
     listFirst: (input) => listFirstSources(runPlain(db), input),
     extent: (scope) => sourcesExtent(db, scope),

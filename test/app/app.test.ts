@@ -33,11 +33,11 @@ t.test('/health, /openapi.json', async (t) => {
 t.test('a path served with other methods: 405 with Allow; a path not served: 404', async (t) => {
   const app = await stubApp(t)
   const cases: Array<[string, string, string]> = [
-    ['PUT', '/sources', 'DELETE, GET, HEAD, POST'],
-    ['PATCH', '/sources/?id=src_0000000000000000000001', 'DELETE, GET, HEAD, POST'],
+    ['OPTIONS', '/sources', 'DELETE, GET, HEAD, PATCH, POST, PUT'],
+    ['PUT', '/sources/versions?id=src_0000000000000000000001', 'GET, HEAD'],
     ['GET', '/token', 'POST'],
-    ['POST', '/collections/sources/items', 'GET, HEAD'],
-    ['DELETE', '/collections/sources/items/src_0000000000000000000001', 'GET, HEAD'],
+    ['PUT', '/collections/sources/items', 'GET, HEAD, POST'],
+    ['POST', '/collections/sources/items/src_0000000000000000000001', 'DELETE, GET, HEAD, PATCH, PUT'],
     ['OPTIONS', '/conformance', 'GET, HEAD'],
     ['POST', '/map/', 'GET, HEAD']
   ]

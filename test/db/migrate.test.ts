@@ -42,6 +42,7 @@ t.test('a repeatable file runs just before the numbered file its header names, o
   t.equal(at('functions/conflict_rule.sql'), at('008_source_conflict_pairs.sql') - 1, 'the rule before the file that fills the pairs with it')
   t.ok(files.slice(at('functions/conflict_view.sql')).every((f) => f.startsWith('functions/')), 'the view on the pairs after every numbered file')
   t.ok(at('functions/tile_changes.sql') > at('016_tile_changes.sql'), 'the tile change triggers after their table')
+  t.ok(files.slice(at('functions/source_versions.sql')).every((f) => f.startsWith('functions/')), 'the history triggers after every numbered file (their table is 017\'s)')
   const dir = await tempDir(t, 'sr-migrations-')
   await cp(SQL_DIR, dir, { recursive: true })
   await writeFile(join(dir, 'functions', 'zz_misplaced.sql'), '-- before: 099_none.sql\nSELECT 1;\n')

@@ -10,11 +10,12 @@ import t, { type Test } from 'tap'
 import { createHash } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import { type Kysely, sql } from 'kysely'
 import { listMigrations, migrate, SQL_DIR } from '../../src/db/migrate.js'
 import type { Database } from '../../src/db/database.js'
-import { backend, createDatabase, directDb } from '../helper.js'
+import { backend, createDatabase, directDb, tempDir } from '../helper.js'
 
 const LAST_RELEASE = '003a0b0'
 const REPO = join(SQL_DIR, '..')
@@ -133,4 +134,35 @@ t.test('a database from before the stored conflicts (481d120) upgrades too, its 
   })
   const pairs = await sql<{ source_id: string, other_id: string }>`SELECT source_id, other_id FROM source_conflicts ORDER BY 1`.execute(db)
   t.same(pairs.rows, [{ source_id: 'src_0000000000000a', other_id: 'src_0000000000000b' }, { source_id: 'src_0000000000000b', other_id: 'src_0000000000000a' }], 'the pair of the two overlapping sources, both ways')
+})
+
+// Before the versions (issue 34): main at 597a7e7, numbered and repeatable files, applied by the
+// migrator of its time (today's, which reads the same layout). Its stored sources each get their
+// version 1, recorded as created when they were.
+t.test('a database from before the versions (597a7e7) upgrades: every stored source gets its version 1', async (t) => {
+  const target = await createDatabase(t, { empty: true })
+  const db = await directDb(t, target)
+  const dir = await tempDir(t, 'sr-sql-597a7e7-')
+  const git = (...args: string[]) => execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 })
+  for (const path of git('ls-tree', '-r', '--name-only', '597a7e7', 'sql/').split('\n').filter((p) => p.endsWith('.sql'))) {
+    const file = join(dir, path.slice(4))
+    await mkdir(dirname(file), { recursive: true })
+    await writeFile(file, git('show', `597a7e7:${path}`))
+  }
+  await migrate(db, dir)
+  await sql`INSERT INTO accounts (id, email, password_hash, role, organisation) VALUES ('00000000-0000-0000-0000-000000000001', 'a@example.org', 'scrypt$x', 'editor', 'org-a')`.execute(db)
+  await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period, created_at) VALUES
+    ('src_0000000000000a', 'a', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10, 50, 10.01, 50.01, 4326), '[2024-01-01Z,2025-01-01Z)', '2024-02-01Z'),
+    ('src_0000000000000b', 'b', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10.005, 50, 10.015, 50.01, 4326), '[2024-06-01Z,2025-06-01Z)', '2024-03-01Z')`.execute(db)
+  const result = await migrate(db)
+  t.ok(result.applied.includes('017_source_versions.sql') && result.applied.includes('functions/source_versions.sql'), 'applies 017 and the history triggers')
+  const schema = await schemaOf(db)
+  for (const kind of Object.keys(CATALOG)) t.same(schema[kind], fresh?.schema[kind], `${kind}: as on a new database`)
+  const rows = await sql<{ id: string, version: number, same: boolean }>`SELECT id, version, updated_at = created_at AS same FROM sources ORDER BY id`.execute(db)
+  t.same(rows.rows, [{ id: 'src_0000000000000a', version: 1, same: true }, { id: 'src_0000000000000b', version: 1, same: true }], 'version 1, last changed when created')
+  const versions = await sql<{ source_id: string, version: number, operation: string, at: boolean }>`
+    SELECT v.source_id, v.version, v.operation, v.recorded_at = s.created_at AS at FROM source_versions AS v JOIN sources AS s ON s.id = v.source_id ORDER BY 1`.execute(db)
+  t.same(versions.rows, [{ source_id: 'src_0000000000000a', version: 1, operation: 'create', at: true }, { source_id: 'src_0000000000000b', version: 1, operation: 'create', at: true }], 'their version 1 in source_versions')
+  const pairs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM source_conflict_pairs`.execute(db)
+  t.equal(pairs.rows[0]?.n, 2, 'their conflict kept')
 })

@@ -44,6 +44,8 @@ await post(editorA.headers, seedA)
 // Conflicts: clash-2 overlaps clash-1 (same organisation); b-clash overlaps g-0 (another one).
 await post(editorA.headers, [feature('clash-2', { coordinates: box(40.5, 40, 1) })])
 await post(editorB.headers, [feature('b-clash', { coordinates: box(0.25, 0.25) }), feature('b-far', { coordinates: box(60, 60) })])
+// One change, so version and updated_at tell sources apart (issue 34).
+await sql`UPDATE sources SET period = period WHERE feature_id = 'far'`.execute(db)
 const idOf = async (featureId: string): Promise<string> =>
   (await sql<{ id: string }>`SELECT id FROM sources WHERE feature_id = ${featureId}`.execute(db)).rows[0]?.id as string
 const g5 = await idOf('g-5')
@@ -88,6 +90,10 @@ const CASES: Array<[string, unknown, string]> = [
   ["end_at = TIMESTAMP('2024-08-01T00:00:00Z')", op('=', p('end_at'), ts('2024-08-01T00:00:00Z')), "upper(period) = '2024-08-01Z'"],
   ["created_at > TIMESTAMP('2000-01-01T00:00:00.5Z')", op('>', p('created_at'), ts('2000-01-01T00:00:00.5Z')), "created_at > '2000-01-01T00:00:00.5Z'"],
   ["created_at < DATE('2000-01-01')", op('<', p('created_at'), date('2000-01-01')), 'false'],
+  ['version > 1', op('>', p('version'), 1), 'version > 1'],
+  ['version = 1', op('=', p('version'), 1), 'version = 1'],
+  ['updated_at > created_at', op('>', p('updated_at'), p('created_at')), 'updated_at > created_at'],
+  ["updated_at >= TIMESTAMP('2000-01-01T00:00:00Z')", op('>=', p('updated_at'), ts('2000-01-01T00:00:00Z')), 'true'],
   ['conflict = true', op('=', p('conflict'), true), CONFLICT],
   ['conflict = FALSE', op('=', p('conflict'), false), `NOT ${CONFLICT}`],
   ['conflict <> true', op('<>', p('conflict'), true), `NOT ${CONFLICT}`],
@@ -231,7 +237,7 @@ t.test('filters AND the other parameters: bbox, datetime, the admin\'s organisat
 
 /** [query, the pointer, what its message says]. */
 const BAD: Array<[Record<string, string>, string, RegExp]> = [
-  [{ filter: 'foo = 1' }, '?filter', /unknown property "foo": the queryables are id, feature_id, start_at, end_at, created_at, area_m2, conflict, geometry \(at character 1\)/],
+  [{ filter: 'foo = 1' }, '?filter', /unknown property "foo": the queryables are id, feature_id, start_at, end_at, created_at, updated_at, version, area_m2, conflict, geometry \(at character 1\)/],
   [{ filter: 'organisation = \'org-b\'' }, '?filter', /unknown property "organisation"/],
   [{ filter: 'area_m2 >' }, '?filter', /at character 10 \(line 1, column 10\): expected one of .*a number.*; found the end of the filter/],
   [{ filter: "feature_id = 'a" }, '?filter', /at character \d+ .*expected/],
@@ -333,7 +339,7 @@ t.test('queryables: JSON Schema 2020-12 of exactly the filterable properties, li
   t.match(res.headers['content-type'], /^application\/schema\+json/)
   const doc = res.json()
   t.match(doc, { $schema: 'https://json-schema.org/draft/2020-12/schema', $id: 'http://registry.example/collections/sources/queryables', type: 'object', additionalProperties: false })
-  t.same(Object.keys(doc.properties).sort(), ['area_m2', 'conflict', 'created_at', 'end_at', 'feature_id', 'geometry', 'id', 'start_at'])
+  t.same(Object.keys(doc.properties).sort(), ['area_m2', 'conflict', 'created_at', 'end_at', 'feature_id', 'geometry', 'id', 'start_at', 'updated_at', 'version'])
   t.match(doc.properties, { start_at: { type: 'string', format: 'date-time' }, area_m2: { type: 'number' }, conflict: { type: 'boolean' }, geometry: { format: 'geometry-polygon' } })
   t.notOk('type' in doc.properties.geometry, 'a spatial queryable has no type')
   expectError(t, await app.inject({ method: 'GET', url: '/collections/sources/queryables' }), 401, 'UNAUTHORIZED')

@@ -28,6 +28,8 @@ interface Document {
 // Every status each operation can answer.
 const body = [408, 413, 415]
 const authenticated = [401, 429, 500, 503]
+// PUT and PATCH of one source (issue 34): 428 without If-Match, 412 for a stale one, 410 once deleted.
+const change = [200, 400, 403, 404, 409, 410, 412, 422, 428, ...body, ...authenticated]
 const STATUSES: Record<string, number[]> = {
   'GET /': [200, 429, 500],
   'GET /conformance': [200, 429, 500],
@@ -35,13 +37,23 @@ const STATUSES: Record<string, number[]> = {
   'GET /collections/sources': [200, ...authenticated],
   'GET /collections/sources/schema': [200, ...authenticated],
   'GET /collections/sources/items': [200, 303, 400, 406, ...authenticated],
-  'GET /collections/sources/items/{id}': [200, 400, 404, 406, 414, ...authenticated],
+  'GET /collections/sources/items/{id}': [200, 304, 400, 404, 406, 410, 414, ...authenticated],
+  'GET /collections/sources/items/{id}/versions': [200, 400, 404, 414, ...authenticated],
+  'POST /collections/sources/items': [200, 201, 400, 403, 409, 422, ...body, ...authenticated],
+  'PUT /collections/sources/items/{id}': [...change, 414],
+  'PATCH /collections/sources/items/{id}': [...change, 414],
+  'DELETE /collections/sources/items/{id}': [204, 400, 403, 404, 410, 412, 414, ...body, ...authenticated],
   'POST /token': [200, 400, 401, ...body, 429, 500, 503],
   'POST /sources': [200, 201, 400, 403, 409, 422, ...body, ...authenticated],
-  'GET /sources/': [200, 400, 404, ...authenticated],
-  'DELETE /sources/': [200, 400, 403, 404, ...body, ...authenticated],
-  'GET /sources': [200, 400, 404, ...authenticated],
-  'DELETE /sources': [200, 400, 403, 404, ...body, ...authenticated],
+  'GET /sources/': [200, 304, 400, 404, 410, ...authenticated],
+  'PUT /sources/': change,
+  'PATCH /sources/': change,
+  'DELETE /sources/': [200, 400, 403, 404, 410, 412, ...body, ...authenticated],
+  'GET /sources': [200, 304, 400, 404, 410, ...authenticated],
+  'PUT /sources': change,
+  'PATCH /sources': change,
+  'DELETE /sources': [200, 400, 403, 404, 410, 412, ...body, ...authenticated],
+  'GET /sources/versions': [200, 400, 404, ...authenticated],
   'GET /health': [200, 500],
   'GET /ready': [200, 500, 503],
   'GET /openapi.json': [200, 500],
@@ -73,8 +85,16 @@ const WRITE = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: 
 // token (a key cannot mint keys), and the client-credentials grant (the key as Basic, or in the form).
 const SECURITY: Record<string, unknown[]> = {
   'POST /sources': WRITE,
+  'PUT /sources/': WRITE,
+  'PATCH /sources/': WRITE,
   'DELETE /sources/': WRITE,
+  'PUT /sources': WRITE,
+  'PATCH /sources': WRITE,
   'DELETE /sources': WRITE,
+  'POST /collections/sources/items': WRITE,
+  'PUT /collections/sources/items/{id}': WRITE,
+  'PATCH /collections/sources/items/{id}': WRITE,
+  'DELETE /collections/sources/items/{id}': WRITE,
   'DELETE /api-keys': WRITE,
   'POST /subscriptions': WRITE,
   'DELETE /subscriptions': WRITE,

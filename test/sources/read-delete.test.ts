@@ -93,7 +93,7 @@ t.test('GET: 400 for a missing or malformed id, 404 for an unknown one, 401 with
   t.match(missing.json().details, [{ pointer: '?id', message: 'is required' }])
 })
 
-t.test('DELETE: 200 then 404; viewers 403; other organisations 404; admins anywhere', async (t) => {
+t.test('DELETE: 200 then 410 (the record is kept); viewers 403; other organisations 404; admins anywhere', async (t) => {
   const id = await create(editorA.headers, 'f-3')
   expectError(t, await del(id, viewerA.headers), 403, 'FORBIDDEN')
   expectError(t, await del(id, editorB.headers), 404, 'NOT_FOUND')
@@ -101,8 +101,9 @@ t.test('DELETE: 200 then 404; viewers 403; other organisations 404; admins anywh
   t.equal(ok.statusCode, 200)
   t.ok(Value.Check(DeleteResponseSchema, ok.json()))
   t.match(ok.json().message, id)
-  expectError(t, await del(id, editorA.headers), 404, 'NOT_FOUND')
-  expectError(t, await get(id, editorA.headers), 404, 'NOT_FOUND')
+  expectError(t, await del(id, editorA.headers), 410, 'GONE')
+  expectError(t, await get(id, editorA.headers), 410, 'GONE')
+  expectError(t, await get(id, editorB.headers), 404, 'NOT_FOUND')
 
   const other = await create(editorB.headers, 'f-4')
   t.equal((await del(other, admin.headers, '/sources')).statusCode, 200)
@@ -113,9 +114,9 @@ t.test('DELETE: 200 then 404; viewers 403; other organisations 404; admins anywh
 
 t.test('an unknown route is 404, a known one with another method 405, in the error shape', async (t) => {
   expectError(t, await app.inject({ method: 'GET', url: '/nope' }), 404, 'NOT_FOUND')
-  const put = await app.inject({ method: 'PUT', url: '/sources/?id=x' })
+  const put = await app.inject({ method: 'PUT', url: '/sources/versions?id=x' })
   expectError(t, put, 405, 'METHOD_NOT_ALLOWED')
-  t.equal(put.headers.allow, 'DELETE, GET, HEAD, POST')
+  t.equal(put.headers.allow, 'GET, HEAD')
 })
 
 t.test('concurrent GETs, coalesced into shared queries, each get their own answer', async (t) => {
@@ -155,5 +156,5 @@ t.test('concurrent GETs, coalesced into shared queries, each get their own answe
   const gone = ids[0] as { id: string }
   t.equal((await ctx1.app.inject({ method: 'DELETE', url: `/sources/?id=${gone.id}`, headers: a.headers })).statusCode, 200)
   const after = await Promise.all([gone.id, ids[2]?.id].map((id) => ctx1.app.inject({ method: 'GET', url: `/sources/?id=${id}`, headers: a.headers })))
-  t.same(after.map((r) => r.statusCode), [404, 200])
+  t.same(after.map((r) => r.statusCode), [410, 200])
 })

@@ -187,3 +187,42 @@ t.test('ETag: 304 on a match; a write in the tile changes it, one elsewhere does
   t.not((await get(tileUrl(here))).headers.etag, beforeSql, 'an UPDATE in plain SQL changes it')
   t.equal((await get(tileUrl(there), { ...editorA.headers, 'if-none-match': farTag })).statusCode, 304, 'and not elsewhere')
 })
+
+t.test('PUT, PATCH and DELETE change the ETags of the tiles a source leaves and enters, and no other', async (t) => {
+  const here = tileOf(10.25, 50.25, 12)
+  const there = tileOf(-100, 40, 12)
+  const elsewhere = tileOf(60, -30, 12)
+  const tag = async (tile: [number, number, number]) => (await get(tileUrl(tile))).headers.etag as string
+  const shown = async (tile: [number, number, number]) => names(decode((await get(tileUrl(tile))).rawPayload, tile))
+  const [id] = await post(editorA.headers, feature('mover', { coordinates: box(-100.03, 40.03, 0.02), start: '2024-01-01T00:00:00Z', end: '2024-12-31T00:00:00Z' }))
+  const item = `/sources/?id=${id as string}`
+  t.ok((await shown(there)).includes('mover'))
+  const before = [await tag(here), await tag(there), await tag(elsewhere)]
+  const moved = await app.inject({
+    method: 'PATCH', url: item, headers: { ...editorA.headers, 'content-type': 'application/merge-patch+json', 'if-match': 'W/"1"' },
+    payload: JSON.stringify({ geometry: { coordinates: box(10.27, 50.27, 0.02) } })
+  })
+  t.equal(moved.statusCode, 200, moved.body)
+  t.not(await tag(here), before[0], 'PATCH: the tile it enters')
+  t.not(await tag(there), before[1], 'PATCH: the tile it leaves')
+  t.equal(await tag(elsewhere), before[2], 'PATCH: not elsewhere')
+  t.ok((await shown(here)).includes('mover'))
+  t.notOk((await shown(there)).includes('mover'))
+
+  const period = [await tag(here), await tag(elsewhere)]
+  const replaced = await app.inject({
+    method: 'PUT', url: item, headers: { ...editorA.headers, 'if-match': 'W/"2"' },
+    payload: feature('mover', { coordinates: box(10.27, 50.27, 0.02), start: '2024-02-01T00:00:00Z', end: '2024-12-31T00:00:00Z' })
+  })
+  t.equal(replaced.statusCode, 200, replaced.body)
+  t.not(await tag(here), period[0], 'PUT of the period alone: the tile changes')
+  t.equal(await tag(elsewhere), period[1], 'PUT: not elsewhere')
+  const filtered = decode((await get(tileUrl(here, '?datetime=2024-01-15T00:00:00Z'))).rawPayload, here)
+  t.notOk(names(filtered).includes('mover'), 'the new period, as a datetime filter sees it')
+
+  const beforeDelete = [await tag(here), await tag(elsewhere)]
+  t.equal((await app.inject({ method: 'DELETE', url: item, headers: { ...editorA.headers, 'if-match': 'W/"3"' } })).statusCode, 200)
+  t.not(await tag(here), beforeDelete[0], 'DELETE: the tile changes')
+  t.equal(await tag(elsewhere), beforeDelete[1], 'DELETE: not elsewhere')
+  t.notOk((await shown(here)).includes('mover'), 'a deleted source is not drawn')
+})

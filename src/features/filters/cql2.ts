@@ -7,7 +7,7 @@
 import { parseDateTime } from '../../sources/datetime.js'
 import { type SearchBox, searchBoxes } from '../../sources/search-box.js'
 import {
-  type Comparison, type FilterExpr, type Geom, type Instant, type Queryable, QUERYABLE_TYPES, type Scalar,
+  type Comparison, type FilterExpr, type Geom, type Instant, type InstantProperty, type Queryable, QUERYABLE_TYPES, type Scalar,
   type SpatialRelation, type Temporal, type TemporalRelation
 } from '../../sources/filter.sql.js'
 import { TEXT_OFFSET, parseCql2Text } from './cql2-text.grammar.js'
@@ -245,7 +245,7 @@ class Checker {
     const type = QUERYABLE_TYPES[property]
     if (property === 'geometry') return { type: 'geometry', geom: { property }, degenerate: false }
     if (type === 'timestamp') {
-      const p = property as 'start_at' | 'end_at' | 'created_at'
+      const p = property as InstantProperty
       return { type, scalar: { property: p }, instant: { property: p } }
     }
     return { type: type as 'string' | 'number' | 'boolean', scalar: { property: property as Exclude<Queryable, 'geometry'> } }

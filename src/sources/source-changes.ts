@@ -1,0 +1,287 @@
+// Changing one source over HTTP, the same on /sources/?id= and /collections/sources/items/{id}:
+// PUT (a Feature replaces it), PATCH (an RFC 7396 merge patch), DELETE, each under RFC 9110's
+// preconditions (If-Match, with the weak ETag of the source's version), and the reads that go
+// with them (GET with If-None-Match, 410 for a deleted source, as_of, versions). Validation is
+// POST's: the feature is checked as a one-feature collection (geojson.ts, rejections.ts) and the
+// pointers say where in this body the problem is.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { ApiError, type ErrorDetail, summarise } from '../errors.js'
+import { headerDoc, sentAs } from '../http/openapi.js'
+import type { Scope } from '../db/database.js'
+import { parseDateTime } from './datetime.js'
+import { checkFeatureCollection, checkRings } from './geojson.js'
+import { explainRejection } from './rejections.js'
+import { etagOf, featureJson, versionFeature } from './source-feature.js'
+import { PolygonSchema, SourceFeatureSchema, type FeatureInput, type VersionsResponse } from './sources.schema.js'
+import type { NewSource, SourceEdit, SourceRow } from './sources.repository.js'
+import type { SourceStore } from './sources.store.js'
+
+export const MERGE_PATCH = 'application/merge-patch+json'
+
+export const ETAG_HEADER = headerDoc('W/"<version>": the version of the source this is (If-Match and If-None-Match take it).')
+/** PUT's and PATCH's answer: the source as GET returns it. */
+export const CHANGED = sentAs('application/geo+json', SourceFeatureSchema, 'The source as changed (as GET returns it).', { ETag: ETAG_HEADER })
+export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
+
+/** A pointer into a one-feature collection (/features/0/…) as one into the feature itself. */
+function unwrap (details: ErrorDetail[] = []): ErrorDetail[] {
+  return details.map(({ feature_index: _index, ...d }) => ({ ...d, pointer: d.pointer.replace(/^\/features\/0(?=\/|$)/, '') }))
+}
+
+function rewrap (err: unknown): unknown {
+  if (!(err instanceof ApiError) || err.details === undefined) return err
+  const details = unwrap(err.details)
+  return new ApiError(err.code, details.length > 0 && err.message.startsWith('/features/0') ? summarise(details) : err.message, { details, headers: err.headers, fields: err.fields })
+}
+
+/** The checks of POST on one feature: the source to store (with this id), or an ApiError pointing into the feature. */
+export function checkFeature (feature: FeatureInput, id: string): NewSource {
+  const checked = checkFeatureCollection({ type: 'FeatureCollection', features: [feature] })
+  if (!checked.ok) {
+    const details = unwrap(checked.details)
+    throw new ApiError(checked.code, summarise(details), { details })
+  }
+  return { ...(checked.features[0] as NewSource), id }
+}
+
+/** RFC 7396: the patch merged into the target (null removes a member; anything but an object replaces). */
+export function mergePatch (target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target as Record<string, unknown> } : {}
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key]
+    else out[key] = mergePatch(out[key], value)
+  }
+  return out
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+const invalid = (details: ErrorDetail[]): ApiError => new ApiError('INVALID_GEOJSON', summarise(details), { details })
+
+/**
+ * What a merge patch changes, checked without the stored source: the members it may name (type,
+ * geometry, properties.start_at and end_at; never id, organisation or anything else: 400), the
+ * polygon and date-times it gives, checked as POST checks them. What needs the stored source
+ * too (a start_at after the stored end_at) the database refuses, and `patch` then explains.
+ */
+export function patchEdit (patch: unknown): SourceEdit {
+  if (!isObject(patch)) throw invalid([{ pointer: '', message: 'a merge patch of a source must be a JSON object' }])
+  const details: ErrorDetail[] = []
+  const edit: SourceEdit = {}
+  for (const [key, value] of Object.entries(patch)) {
+    if (key === 'type') {
+      if (value !== 'Feature') details.push({ pointer: '/type', message: 'must be "Feature" (a source stays a Feature)' })
+    } else if (key === 'geometry') {
+      if (!isObject(value)) {
+        details.push({ pointer: '/geometry', message: value === null ? 'the geometry cannot be removed' : 'must be an object (a Polygon, or the members of one to replace)' })
+        continue
+      }
+      // Merged into the stored Polygon: its coordinates are replaced whole (an array), its type stays.
+      const merged = mergePatch({ type: 'Polygon', coordinates: [] }, value)
+      if (!('coordinates' in value) && isObject(merged) && merged.type === 'Polygon') continue
+      if (!Value.Check(PolygonSchema, merged)) {
+        details.push(...[...Value.Errors(PolygonSchema, merged)].slice(0, 100).map((e) => ({ pointer: `/geometry${e.path}`, message: e.message })))
+        continue
+      }
+      const rings = (merged as { coordinates: number[][][] }).coordinates
+      checkRings(rings, '/geometry/coordinates', details)
+      edit.rings = rings
+    } else if (key === 'properties') {
+      if (!isObject(value)) {
+        details.push({ pointer: '/properties', message: value === null ? 'the properties cannot be removed' : 'must be an object' })
+        continue
+      }
+      for (const [name, text] of Object.entries(value)) {
+        const pointer = `/properties/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`
+        if (name !== 'start_at' && name !== 'end_at') {
+          details.push({ pointer, message: `"${name}" cannot be patched: only start_at and end_at can` })
+        } else if (typeof text !== 'string' || text.length === 0 || text.length > 64) {
+          details.push({ pointer, message: text === null ? `${name} cannot be removed` : `${name} must be a date-time string` })
+        } else {
+          const parsed = parseDateTime(text)
+          if (typeof parsed === 'string') details.push({ pointer, message: `${name} ${parsed}` })
+          else if (name === 'start_at') edit.startAt = parsed.iso
+          else edit.endAt = parsed.iso
+        }
+      }
+    } else {
+      details.push({
+        pointer: `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+        message: key === 'id' ? 'the client feature id cannot be patched (PUT replaces it)' : `"${key}" cannot be patched: only geometry and properties.start_at, properties.end_at can`
+      })
+    }
+  }
+  if (details.length > 0) throw invalid(details.slice(0, 100))
+  if (edit.startAt !== undefined && edit.endAt !== undefined && Date.parse(edit.startAt) >= Date.parse(edit.endAt)) {
+    const period = [{ pointer: '/properties', message: 'start_at must be strictly before end_at' }]
+    throw new ApiError('INVALID_PERIOD', summarise(period), { details: period })
+  }
+  return edit
+}
+
+/** The source as the Feature a PUT would send: what a merge patch applies to. */
+function asInput (row: SourceRow): FeatureInput {
+  return { type: 'Feature', id: row.feature_id, properties: { start_at: row.start_at, end_at: row.end_at }, geometry: JSON.parse(row.geometry) }
+}
+
+/**
+ * The versions If-Match names: undefined for `*` (any current version), [] when it names none
+ * this service made (so nothing matches: 412); 428 without the header. Entity tags compare
+ * weakly (W/"3" and "3" name version 3): the ETag is weak, see docs/decisions.md.
+ */
+export function ifMatch (request: FastifyRequest, required: boolean): number[] | undefined | false {
+  const header = request.headers['if-match']
+  if (header === undefined) {
+    if (required) throw new ApiError('PRECONDITION_REQUIRED', 'This change needs an If-Match header with the ETag of the source as last read (GET), so that it cannot undo a change you have not seen.')
+    return false
+  }
+  if (header.trim() === '*') return undefined
+  return header.split(',').map((tag) => /^\s*(?:W\/)?"([1-9]\d{0,8})"\s*$/.exec(tag)?.[1]).filter((v): v is string => v !== undefined).map(Number)
+}
+
+/** Whether If-None-Match names this version (weak comparison, RFC 9110 13.1.2). */
+export function notModified (request: FastifyRequest, version: number): boolean {
+  const header = request.headers['if-none-match']
+  if (header === undefined) return false
+  if (header.trim() === '*') return true
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === `"${version}"`)
+}
+
+const stale = (version: number): ApiError => new ApiError('PRECONDITION_FAILED',
+  `The source has changed since the ETag you sent: it is at version ${version} (ETag ${etagOf(version)}); read it again and repeat the change. Nothing was changed.`,
+  { fields: { version } })
+
+/** 410 for a source the caller's organisation deleted, else 404. */
+export async function missing (store: SourceStore, id: string, scope: Scope): Promise<ApiError> {
+  const deletion = await store.deletion(id, scope)
+  if (deletion === undefined) return new ApiError('NOT_FOUND', `No source with id ${id}.`)
+  return new ApiError('GONE', `Source ${id} was deleted at ${deletion.deleted_at}; its versions stay readable.`, { fields: deletion })
+}
+
+/** Why a change changed nothing: another version is current (412), or it is deleted (410) or not there (404). */
+async function unchanged (store: SourceStore, id: string, scope: Scope): Promise<ApiError> {
+  const version = await store.version(id, scope)
+  return version !== undefined ? stale(version) : await missing(store, id, scope)
+}
+
+/** Who is changing: `by` is '@' and the account's id (the history records its e-mail). */
+export interface Actor { by: string, scope: Scope }
+export const actorOf = (request: FastifyRequest): Actor => ({ by: `@${request.account.id}`, scope: request.account.scope })
+
+/** A write the database refused, explained as POST's are (409/422 with pointers into this body). */
+async function refused (store: SourceStore, err: unknown, id: string, scope: Scope, next: (row: SourceRow) => NewSource): Promise<unknown> {
+  const row = await store.find(id, scope)
+  if (row === undefined) return err
+  const source = next(row)
+  return rewrap(await explainRejection(err, [source], (s) => store.diagnose(row.organisation, s)))
+}
+
+/** PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the If-Match version (428/412/404/410; 409 on a feature id clash). */
+export async function replace (store: SourceStore, request: FastifyRequest, id: string, feature: FeatureInput): Promise<SourceRow> {
+  const actor = actorOf(request)
+  const versions = ifMatch(request, true) as number[] | undefined
+  const source = checkFeature(feature, id)
+  let row: SourceRow | undefined
+  try {
+    row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, source)
+  } catch (err) {
+    throw await refused(store, err, id, actor.scope, () => source)
+  }
+  if (row === undefined) throw await unchanged(store, id, actor.scope)
+  return row
+}
+
+/**
+ * PATCH: the merge patch checked alone (patchEdit), then one UPDATE that merges it into the
+ * stored source at the If-Match version. When the database refuses the result, the stored
+ * source is read, the patch merged into it and the whole checked as PUT's body, which says why.
+ */
+export async function patch (store: SourceStore, request: FastifyRequest, id: string, body: unknown): Promise<SourceRow> {
+  const actor = actorOf(request)
+  const versions = ifMatch(request, true) as number[] | undefined
+  const edit = patchEdit(body)
+  let row: SourceRow | undefined
+  try {
+    row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, edit)
+  } catch (err) {
+    throw await refused(store, err, id, actor.scope, (current) => checkFeature(mergePatch(asInput(current), body) as FeatureInput, id))
+  }
+  if (row === undefined) throw await unchanged(store, id, actor.scope)
+  return row
+}
+
+/** DELETE: If-Match honoured when sent; the version the deletion is. */
+export async function remove (store: SourceStore, request: FastifyRequest, id: string): Promise<number> {
+  const actor = actorOf(request)
+  const versions = ifMatch(request, false)
+  const version = await store.delete({ id, scope: actor.scope, versions: versions === false ? undefined : versions, by: actor.by })
+  if (version === undefined) throw await unchanged(store, id, actor.scope)
+  return version
+}
+
+/** as_of as an instant PostgreSQL reads exactly, or a 400 pointing at it. */
+export function asOfInstant (text: string): string {
+  const parsed = parseDateTime(text)
+  if (typeof parsed === 'string') {
+    const details = [{ pointer: '?as_of', message: `as_of ${parsed}` }]
+    throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+  }
+  return parsed.iso
+}
+
+/**
+ * GET of one source, as the reply to send: the Feature with its ETag (304 when If-None-Match
+ * names it), 404 or 410; with as_of, the version held then (404 before it existed, 410 after it
+ * was deleted).
+ */
+export async function readSource (store: SourceStore, request: FastifyRequest, reply: FastifyReply, id: string, asOf: string | undefined): Promise<FastifyReply> {
+  const scope = request.account.scope
+  if (asOf !== undefined) {
+    const version = await store.versionAt(id, scope, asOfInstant(asOf))
+    if (version === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id} at ${asOf}.`)
+    if (version.operation === 'delete') throw new ApiError('GONE', `Source ${id} had been deleted by ${asOf} (at ${version.recorded_at}).`, { fields: { deleted_at: version.recorded_at, version: version.version } })
+    return reply.header('etag', etagOf(version.version)).type('application/geo+json').send(JSON.stringify(versionFeature(version)))
+  }
+  const row = await store.find(id, scope)
+  if (row === undefined) throw await missing(store, id, scope)
+  void reply.header('etag', etagOf(row.version))
+  if (notModified(request, row.version)) return reply.code(304).send()
+  return reply.type('application/geo+json').send(featureJson(row))
+}
+
+/** A source after a change, as GET sends it, with its ETag. */
+export function sendSource (reply: FastifyReply, row: SourceRow): FastifyReply {
+  return reply.header('etag', etagOf(row.version)).type('application/geo+json').send(featureJson(row))
+}
+
+/** A page of a source's versions, newest first; `self` is the URL asked for (the next link keeps its query). */
+export async function versionsPage (store: SourceStore, scope: Scope, id: string, self: URL, limit: number, cursor: string | undefined): Promise<VersionsResponse> {
+  const rows = await store.versions(id, scope, { limit, ...(cursor !== undefined ? { before: Number(cursor) } : {}) })
+  if (rows.length === 0 && cursor === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id}.`)
+  const shown = rows.slice(0, limit)
+  const links = [{ href: self.toString(), rel: 'self', type: 'application/json' }]
+  const last = shown[shown.length - 1]
+  if (rows.length > limit && last !== undefined) {
+    const next = new URL(self)
+    next.searchParams.set('limit', String(limit))
+    next.searchParams.set('cursor', String(last.version))
+    links.push({ href: next.toString(), rel: 'next', type: 'application/json' })
+  }
+  return {
+    id,
+    versions: shown.map((r) => ({ version: r.version, operation: r.operation, recorded_at: r.recorded_at, recorded_by: r.recorded_by, feature: versionFeature(r) })),
+    links,
+    numberReturned: shown.length
+  }
+}
+
+/** A PATCH body: any JSON object, checked by `patched` (which members, and the result). */
+export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, properties.start_at, properties.end_at.' })
+
+/** 415 for a PATCH that is not a merge patch (a plain JSON body would parse, but means something else). */
+export async function mergePatchOnly (request: FastifyRequest): Promise<void> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase()
+  if (type !== MERGE_PATCH) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '(none)')}: send ${MERGE_PATCH}.`)
+}
