@@ -311,14 +311,16 @@ export async function findVersionAt (db: Db, id: string, scope: Scope, at: strin
 }
 
 /**
- * Erases a source for good: the row (if still there) and every version, in one transaction,
- * leaving an entry in source_purges (who, what, why). Returns how many versions went (0: no
- * such source, nothing recorded).
+ * Erases a source for good: the row (if still there), every version, and every event that names
+ * it (its own, and its partners' conflict events), in one transaction, leaving an entry in
+ * source_purges (who, what, why). Returns how many versions went (0: no such source, nothing
+ * recorded).
  */
 export async function purgeSource (db: Kysely<Database>, id: string, reason: string, by: string): Promise<number> {
   return await db.transaction().execute(async (trx) => {
     await sql`SELECT set_config('source_registry.account', ${by}, true)`.execute(trx)
     await sql`DELETE FROM sources WHERE id = ${id}`.execute(trx)
+    await sql`DELETE FROM events WHERE subject = ${id} OR data->>'other_id' = ${id}`.execute(trx)
     const { rows } = await sql<{ versions: number }>`
       WITH gone AS (DELETE FROM source_versions WHERE source_id = ${id} RETURNING organisation)
       INSERT INTO source_purges (source_id, organisation, versions, reason, purged_by)

@@ -59,6 +59,8 @@ t.test('the seed is versioned as it should be', async (t) => {
 t.test('source purge erases the row and its versions and leaves an audit entry', async (t) => {
   const target = await createDatabase(t)
   await withDb(target, seed)
+  const named = `SELECT count(*)::int AS n FROM events WHERE subject IN ('src_000000000000000000001', 'src_000000000000000000002') OR data->>'other_id' IN ('src_000000000000000000001', 'src_000000000000000000002')`
+  await withDb(target, async (db) => { t.ok((await sql<{ n: number }>`${sql.raw(named)}`.execute(db)).rows[0]?.n, 'the writes left events naming both') })
   const env = envOf(target)
   t.equal(cli(['source', 'purge', '--id', 'src_000000000000000000001'], env).code, 2, '--reason is required')
   const r = cli(['source', 'purge', '--id', 'src_000000000000000000001', '--reason', 'GDPR request 42', '--by', 'alice'], env)
@@ -70,6 +72,7 @@ t.test('source purge erases the row and its versions and leaves an audit entry',
   await withDb(target, async (db) => {
     const left = await sql<{ n: number }>`SELECT count(*)::int AS n FROM source_versions`.execute(db)
     t.equal(left.rows[0]?.n, 0)
+    t.equal((await sql<{ n: number }>`${sql.raw(named)}`.execute(db)).rows[0]?.n, 0, 'no event names a purged source')
     const audit = (await sql<{ source_id: string, versions: number, reason: string, purged_by: string }>`SELECT source_id, versions, reason, purged_by FROM source_purges ORDER BY id`.execute(db)).rows
     t.same(audit[0], { source_id: 'src_000000000000000000001', versions: 4, reason: 'GDPR request 42', purged_by: 'alice' })
     t.equal(audit.length, 2)
