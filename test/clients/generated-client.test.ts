@@ -1,7 +1,7 @@
 // A client generated from the document the service serves, as a user would make one: the types
 // by openapi-typescript from GET /openapi.json, the calls by openapi-fetch. The seed's flow
 // (generated-client/flow.ts: token, create, get, a page of items with bbox and its next cursor,
-// delete, a 404, a 422) is compiled with tsc --noEmit against those types, then run against the
+// delete, a 410, a 422) is compiled with tsc --noEmit against those types, then run against the
 // service over a socket. A document whose change breaks that client fails here: shown by
 // compiling the same flow against a document without the seed's GET /sources/.
 import t from 'tap'
@@ -58,7 +58,7 @@ t.test('the seed\'s flow, typechecked against the served document and run agains
     got: /^src_/,
     pages: [2, 1],
     deleted: /deleted/,
-    notFound: 'NOT_FOUND',
+    gone: 'GONE',
     invalid: 'INVALID_PERIOD',
     pointer: '/features/0/properties'
   })

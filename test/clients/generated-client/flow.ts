@@ -60,13 +60,14 @@ const seen = [...one.features, ...rest.data.features].map((f) => f.id).sort()
 assert.deepEqual(seen, [...ids].sort())
 assert.equal(rest.data.links.some((l) => l.rel === 'next'), false)
 
-// Delete one, as the seed does: DELETE /sources/?id=; then it is a 404.
+// Delete one, as the seed does: DELETE /sources/?id=; then it is Gone (410) for its owner, whose
+// body says when and which version (typed by the document).
 const deleted = await client.DELETE('/sources/', { headers: auth, params: { query: { id: first } } })
 assert.ok(deleted.data !== undefined, `DELETE /sources/: ${deleted.response.status}`)
 const gone = await client.GET('/sources/', { headers: auth, params: { query: { id: first } } })
-assert.equal(gone.response.status, 404)
+assert.equal(gone.response.status, 410)
 assert.ok(gone.error !== undefined)
-const notFound: string = gone.error.code
+const goneCode: string = gone.error.code
 
 // A period outside the acceptable window: 422, with a pointer to the feature.
 const early = await client.POST('/sources', { headers: auth, body: { type: 'FeatureCollection', features: [feature('client-old', 21, '1899-12-31T23:59:59Z', '1950-01-01')] } })
@@ -75,4 +76,4 @@ assert.ok(early.error !== undefined)
 // The error bodies are told apart by their status, as the document's enums type them.
 const pointer = early.error.status === 422 ? early.error.details?.[0]?.pointer : undefined
 
-process.stdout.write(`${JSON.stringify({ expiresIn, created: ids.length, got: source.id, pages, deleted: deleted.data.message, notFound, invalid: early.error.code, pointer })}\n`)
+process.stdout.write(`${JSON.stringify({ expiresIn, created: ids.length, got: source.id, pages, deleted: deleted.data.message, gone: goneCode, invalid: early.error.code, pointer })}\n`)
