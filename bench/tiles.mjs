@@ -5,9 +5,12 @@
 // - tiles/s of the service (wrk, 16 connections, fresh requests: no If-None-Match, and the service
 //   keeps no tile cache) against pgbench running the service's own ST_AsMVT statement (taken from
 //   its build: tileQuery in src/tiles/tiles.repository.ts, the same SQL with the same parameters,
-//   one pgbench script per tile with its parameters as \set variables), at 16 clients and at one
-//   per core, the faster taken; also pgbench on both statements the service runs per tile (the
-//   ETag's change counters, then the tile), the floor of a tile server that has ETags;
+//   one pgbench script per tile with its parameters as \set variables; a tile the service draws
+//   again because it is over TILES_MAX_BYTES has all its statements in the script), at 16 clients
+//   and at one per core, the faster taken; also pgbench on both statements the service runs per
+//   tile (the ETag's change counters, then the tile), at the faster client count of the round;
+// - the floor of the service's own work: 304s of one tile (auth, change counters, ETag, no
+//   drawing) under the same load, and the bound it gives with pgbench, 1 / (1/304s + 1/pgbench);
 // - against MapServer 8's MVT output (Debian's cgi-mapserver as FastCGI under lighttpd, 2 mapserv
 //   processes, as bench/features.mjs runs it) on the same rows with the same attributes, requests
 //   `mode=tile&tilemode=gmap&tile=x+y+z&layers=all&map.imagetype=mvt`;
@@ -17,8 +20,9 @@
 // Each round runs the service, pgbench and MapServer, in the reverse order every other round
 // (ABBA: on this shared machine the later of two loads in a row is often the faster); a ratio is
 // the median of the rounds' ratios. Needs wrk, cgi-mapserver and lighttpd (Debian). BENCH_RUNS
-// rounds (default 4) of BENCH_DURATION s (default 5); BENCH_DATABASE_URL reuses a seeded `bench`
-// database. Prints Markdown. Usage: npm run build && node bench/tiles.mjs
+// rounds (default 4) of BENCH_DURATION s (default 5; z6 BENCH_Z6_DURATION, default 3 × that);
+// BENCH_DATABASE_URL reuses a seeded `bench` database (bench/cql2.mjs's seeding is the same).
+// Prints Markdown. Usage: npm run build && node bench/tiles.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
