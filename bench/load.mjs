@@ -241,7 +241,9 @@ async function fetchLoop () {
 /**
  * wrk, one thread, `connections` keep-alive connections, each sending its next GET of one of
  * `paths` (at random) when the last is answered. wrk counts answers that are not 2xx/3xx as
- * status errors; they are reported as non2xx. Its CPU comes from the shell's `times`.
+ * status errors; they are reported as non2xx. Its CPU comes from the shell's `times`. Optional:
+ * `headers`, more request headers (bench/tiles.mjs: If-None-Match); `timeout` in s (default 10),
+ * after which wrk drops a request and counts a timeout.
  */
 function wrkLoop () {
   if (s.kind !== 'paths') throw new Error('client wrk runs kind "paths" only')
@@ -249,7 +251,7 @@ function wrkLoop () {
   const script = join(dir, 'paths.lua')
   const lua = (v) => JSON.stringify(v) // a JSON string of ASCII is a Lua string literal
   writeFileSync(script, `local paths = {${s.paths.map(lua).join(',')}}
-local headers = {${Object.entries(auth).map(([k, v]) => `[${lua(k)}] = ${lua(v)}`).join(',')}}
+local headers = {${Object.entries({ ...auth, ...s.headers }).map(([k, v]) => `[${lua(k)}] = ${lua(v)}`).join(',')}}
 math.randomseed(${Math.floor(Math.random() * 1e9)})
 request = function () return wrk.format('GET', paths[math.random(#paths)], headers) end
 done = function (summary, latency, requests)
@@ -258,7 +260,7 @@ done = function (summary, latency, requests)
     latency:percentile(50), latency:percentile(99)))
 end
 `)
-  const args = ['-t', '1', '-c', String(s.connections), '-d', `${s.duration}s`, '--timeout', '10s', '-s', script, s.url]
+  const args = ['-t', '1', '-c', String(s.connections), '-d', `${s.duration}s`, '--timeout', `${s.timeout ?? 10}s`, '-s', script, s.url]
   const r = spawnSync('sh', ['-c', 'wrk "$@" && times', 'sh', ...args], { encoding: 'utf8' })
   rmSync(dir, { recursive: true, force: true })
   if (r.status !== 0) throw new Error(`wrk: ${r.stderr}${r.stdout}`)
