@@ -72,7 +72,7 @@ async function instances (): Promise<void> {
     const id = ((await created.json()) as { sources: Array<{ id: string }> }).sources[0]?.id as string
     t.equal((await get(b.base, `/sources/?id=${id}`, token)).status, 200)
     t.equal((await fetch(`${b.base}/sources/?id=${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })).status, 200)
-    t.equal((await get(a.base, `/sources/?id=${id}`, token)).status, 404)
+    t.equal((await get(a.base, `/sources/?id=${id}`, token)).status, 410, 'Gone on the first too')
   })
 
   t.test('the rate limit is shared: RATE_LIMIT_MAX requests in total, whichever instance answers', async (t) => {

@@ -86,14 +86,17 @@ async function instances (): Promise<void> {
 
   t.test('an event written through one instance reaches an SSE stream held on the other within a second', async (t) => {
     const events: Array<{ subject: string, at: number }> = []
+    let connected = false
     const req = http.get(`${b.base}/events/stream`, { headers: auth }, (res) => {
       res.setEncoding('utf8')
       res.on('data', (chunk: string) => {
+        if (chunk.includes(': connected')) connected = true
         for (const line of chunk.split('\n')) if (line.startsWith('data: ')) events.push({ subject: JSON.parse(line.slice(6)).subject, at: Date.now() })
       })
     })
     t.teardown(() => { req.destroy() })
-    await new Promise((r) => setTimeout(r, 500))
+    // The stream is open (its first line sent) before the first write.
+    await until('the stream is open', () => connected, 10_000)
     const lags: number[] = []
     const posts: number[] = []
     for (let i = 0; i < 5; i++) {
