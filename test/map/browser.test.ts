@@ -148,7 +148,7 @@ async function inBrowser (executablePath: string): Promise<void> {
     await waitForSources(['a-1', 'a-3'], ['a-2'])
     t.pass('no longer drawn; its neighbours still are')
     t.match(dialogs.at(-1), /^confirm: Delete source src_/, 'asked first')
-    t.equal((await fetch(`${service.base}/sources/?id=${target.id}`, { headers: { authorization: `Bearer ${await tokenOf(editor)}` } })).status, 404, 'gone from the service')
+    t.equal((await fetch(`${service.base}/sources/?id=${target.id}`, { headers: { authorization: `Bearer ${await tokenOf(editor)}` } })).status, 410, 'gone from the service (410 for its owner)')
   })
 
   t.test('a hostile feature id is shown as text', async (t) => {
