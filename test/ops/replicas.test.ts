@@ -110,8 +110,12 @@ async function withReplica (): Promise<void> {
     const counters = `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = 'registry')::float8 AS commits,
       (SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relname = 'sources')::float8 AS tuples`
     type Counters = { commits: number, tuples: number }
-    // The writes' own statistics reach the views within a second or so.
-    await sleep(1500)
+    // An idle backend reports its table statistics within a second, or, when that flush is put
+    // off (a busy shared-stats lock), up to 10 s later (PostgreSQL 15's PGSTAT_IDLE_INTERVAL), so the writes' own reads of `sources` (the conflict rule's) are all
+    // counted only after that; the same wait before the last reading, so that a read the primary
+    // did serve is counted too.
+    const STATS_FLUSH_MS = 11_000
+    await sleep(STATS_FLUSH_MS)
     const [replicaBefore] = await query<Counters>(replicaUrl, counters)
     const [primaryBefore] = await query<Counters>(primaryUrl, counters)
     const readsBefore = await replicaReads(service)
@@ -131,7 +135,7 @@ async function withReplica (): Promise<void> {
       return (replicaAfter?.tuples ?? 0) - (replicaBefore?.tuples ?? 0) >= READS * 40
     }, 10_000)
     t.ok((replicaAfter?.commits ?? 0) - (replicaBefore?.commits ?? 0) >= READS, 'pg_stat_database on the replica: a transaction per read at least')
-    await sleep(1500)
+    await sleep(STATS_FLUSH_MS)
     const [primaryAfter] = await query<Counters>(primaryUrl, counters)
     t.equal((primaryAfter?.tuples ?? 0) - (primaryBefore?.tuples ?? 0), 0, 'the primary read no row of sources')
   })
