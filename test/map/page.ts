@@ -44,15 +44,20 @@ export async function pixelAt (page: Page, lon: number, lat: number, radius = 0)
   }, lon, lat, radius)
 }
 
-/** Waits until the page has loaded the tiles in view and (lon, lat) is drawn, or not. */
+/**
+ * Waits until the page has loaded the tiles in view and (lon, lat) is in view and drawn, or not.
+ * The point may be out of view for a while: the page moves the map to what was just uploaded.
+ */
 export async function waitForPixel (page: Page, lon: number, lat: number, drawn: boolean, timeout = 15_000): Promise<Pixel> {
   const deadline = Date.now() + timeout
   for (;;) {
     const idle = await page.$('#workspace:not([hidden]) #map:not([data-loading])') !== null
     const pixel = await pixelAt(page, lon, lat)
-    if (!pixel.inView) throw new Error(`(${lon}, ${lat}) is not in view (${pixel.x}, ${pixel.y})`)
-    if (idle && (pixel.rgba !== null) === drawn) return pixel
-    if (Date.now() > deadline) throw new Error(`(${lon}, ${lat}) is ${drawn ? 'not drawn' : 'still drawn'} after ${timeout} ms (${idle ? 'tiles loaded' : 'tiles still loading'})`)
+    if (idle && pixel.inView && (pixel.rgba !== null) === drawn) return pixel
+    if (Date.now() > deadline) {
+      if (!pixel.inView) throw new Error(`(${lon}, ${lat}) is not in view after ${timeout} ms (${pixel.x}, ${pixel.y})`)
+      throw new Error(`(${lon}, ${lat}) is ${drawn ? 'not drawn' : 'still drawn'} after ${timeout} ms (${idle ? 'tiles loaded' : 'tiles still loading'})`)
+    }
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
