@@ -36,6 +36,7 @@ import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
 import tilesRoutes from './tiles/tiles.routes.js'
+import { AdmissionQueue } from './http/admission-queue.js'
 import { plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
 import { cursorCodec } from './events/cursor.js'
@@ -168,7 +169,8 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     store: plainTileStore(db, { maxBytes: config.TILES_MAX_BYTES }),
     maxFeatures: config.TILES_MAX_FEATURES,
     maxBytes: config.TILES_MAX_BYTES,
-    maxAgeSeconds: config.TILES_MAX_AGE_SECONDS
+    maxAgeSeconds: config.TILES_MAX_AGE_SECONDS,
+    drawing: new AdmissionQueue(Math.max(1, Math.min(config.TILES_CONCURRENCY, config.DB_POOL_MAX - 1)), config.TILES_QUEUE)
   })
   await app.register(mapRoutes, { config })
   // Events: the hub watches the feed for this instance's streams and deliverer, which start once

@@ -91,7 +91,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   429: 'Too many requests, or too many failed logins: retry after Retry-After seconds.',
   431: 'The request line and headers are too large.',
   500: 'Unexpected server error; `request_id` identifies it in the service\'s log. Retry later with backoff.',
-  503: 'Temporarily unavailable (the database is unreachable or too slow, or the service is busy with large requests): retry after Retry-After seconds.'
+  503: 'Temporarily unavailable (the database is unreachable or too slow, or the service is busy with large requests or drawing tiles): retry after Retry-After seconds.'
 }
 
 const RETRY_AFTER = header('Seconds to wait before retrying.')

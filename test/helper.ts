@@ -121,6 +121,8 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     TILES_MAX_FEATURES: 10000,
     TILES_MAX_BYTES: 512000,
     TILES_MAX_AGE_SECONDS: 10,
+    TILES_CONCURRENCY: 2,
+    TILES_QUEUE: 256,
     MAP_TILE_URL: 'none',
     MAP_TILE_ATTRIBUTION: '',
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,

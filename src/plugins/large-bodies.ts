@@ -11,49 +11,11 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler, preParsingAsyncHookHandler } from 'fastify'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
+import { AdmissionQueue } from '../http/admission-queue.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     largeBodies: LargeBodyHooks
-  }
-}
-
-export class AdmissionQueue {
-  private active = 0
-  private readonly waiting: Array<() => void> = []
-
-  constructor (readonly concurrency: number, readonly maxWaiting: number) {}
-
-  get stats (): { active: number, waiting: number } {
-    return { active: this.active, waiting: this.waiting.length }
-  }
-
-  /**
-   * Resolves to a release function once a slot is free; false at once when the queue is full.
-   * `onCancel` receives a function that withdraws the waiting entry (when the client goes away).
-   */
-  async admit (onCancel: (cancel: () => void) => void): Promise<(() => void) | false> {
-    let released = false
-    const release = (): void => {
-      if (released) return
-      released = true
-      const next = this.waiting.shift()
-      if (next !== undefined) next()
-      else this.active--
-    }
-    if (this.active < this.concurrency) {
-      this.active++
-      return release
-    }
-    if (this.waiting.length >= this.maxWaiting) return false
-    return new Promise((resolve) => {
-      const admitted = (): void => { resolve(release) }
-      this.waiting.push(admitted)
-      onCancel(() => {
-        const i = this.waiting.indexOf(admitted)
-        if (i !== -1) this.waiting.splice(i, 1)
-      })
-    })
   }
 }
 
@@ -99,7 +61,9 @@ export default fp<{ config: Config }>(async (app, { config }) => {
       else if (slot.state === 'admitted') release(slot)
     })
     const admitted = await queue.admit((cancel) => { slot.cancel = cancel })
-    if (admitted === false) {
+    // The client left while waiting: reading its body fails on its own.
+    if (admitted === 'cancelled') return payload
+    if (admitted === 'full') {
       slot.state = 'released'
       throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy with other large requests (${queue.concurrency} at a time, ${queue.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })
     }

@@ -50,9 +50,15 @@ export interface DrawnFeature {
   geom: string
 }
 
-/** The tile as MVT made by PostGIS (empty when no source is drawn in it), and how many features it holds. */
+/**
+ * The tile as MVT made by PostGIS (empty when no source is drawn in it), how many features it
+ * holds, and the change counters around it read in the same snapshot (its ETag, exact for
+ * these bytes, in the same round trip).
+ */
 export function tileQuery (db: Db, input: TileInput) {
-  return sql<{ mvt: Buffer | null, features: number }>`${drawn(input, 'mvt')} SELECT ST_AsMVT(drawn, 'sources', ${EXTENT}::int, 'geom') AS mvt, count(*)::int AS features FROM drawn WHERE geom IS NOT NULL`.execute(db)
+  return sql<{ mvt: Buffer | null, features: number, changes: string }>`${drawn(input, 'mvt')}
+    SELECT ST_AsMVT(drawn, 'sources', ${EXTENT}::int, 'geom') AS mvt, count(*)::int AS features, (${changesSum(input.tile)}) AS changes
+    FROM drawn WHERE geom IS NOT NULL`.execute(db)
 }
 
 /**
@@ -130,8 +136,12 @@ function inTileUnits ({ z, x, y }: Tile): RawBuilder<unknown> {
  * cells): it grows with every write whose rows touch the tile, and only then.
  */
 export async function tileChanges (db: Db, tile: Tile): Promise<string> {
+  const { rows } = await sql<{ n: string }>`${changesSum(tile)}`.execute(db)
+  return rows[0]?.n ?? '0'
+}
+
+function changesSum (tile: Tile): RawBuilder<string> {
   const ranges = changeCells(tile).map((c) =>
     sql`(z = ${c.z} AND x BETWEEN ${c.x0} AND ${c.x1} AND y BETWEEN ${c.y0} AND ${c.y1})`)
-  const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n), 0)::text AS n FROM tile_changes WHERE ${sql.join(ranges, sql` OR `)}`.execute(db)
-  return rows[0]?.n ?? '0'
+  return sql<string>`SELECT coalesce(sum(n), 0)::text AS n FROM tile_changes WHERE ${sql.join(ranges, sql` OR `)}`
 }

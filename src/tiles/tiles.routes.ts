@@ -4,12 +4,14 @@
 // organisation parameter, datetime). An empty tile is 204. ETags follow the data: they hash the
 // caller's scope, the filters, the tile and the database's change counters around it
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
-// instance, and If-None-Match answers 304 without drawing the tile.
+// instance, and If-None-Match answers 304 without drawing the tile. A tile is drawn with its
+// counters in one statement, so its ETag is exact for its bytes.
 import { SECURITY } from '../plugins/auth.js'
 import { createHash } from 'node:crypto'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
+import type { AdmissionQueue } from '../http/admission-queue.js'
 import { parseDatetime } from '../features/features.query.js'
 import { MAX_ZOOM, type Tile } from './tile-matrix.js'
 import type { TileFilter } from './tiles.repository.js'
@@ -28,7 +30,14 @@ const DRAWING = 'mvt-1'
 const baseOf = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
 const tilesUrl = (base: string): string => `${base}/collections/sources/tiles/WebMercatorQuad`
 
-interface Options { store: TileStore, maxFeatures: number, maxBytes: number, maxAgeSeconds: number }
+interface Options {
+  store: TileStore
+  maxFeatures: number
+  maxBytes: number
+  maxAgeSeconds: number
+  /** Tiles drawn at once (TILES_CONCURRENCY) and waiting (TILES_QUEUE). */
+  drawing: AdmissionQueue
+}
 
 const NUL = '\u0000'
 
@@ -72,7 +81,7 @@ function matches (ifNoneMatch: string | undefined, etag: string): boolean {
   })
 }
 
-const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, maxFeatures, maxBytes, maxAgeSeconds }) => {
+const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, maxFeatures, maxBytes, maxAgeSeconds, drawing }) => {
   const tileSet = (base: string) => ({
     title: 'Sources',
     dataType: 'vector' as const,
@@ -162,15 +171,33 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
     const filter = parseFilter(request.query, account.role === 'admin', details)
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
     const scope = account.scope
-    const changes = await store.changes(tile)
-    const etag = `"${createHash('sha256')
+    const etagOf = (changes: string): string => `"${createHash('sha256')
       .update(JSON.stringify([DRAWING, maxFeatures, maxBytes, scope, filter, tile.z, tile.x, tile.y, changes]))
       .digest('base64url').slice(0, 27)}"`
-    void reply.header('etag', etag)
-      .header('cache-control', `private, max-age=${maxAgeSeconds}`)
-      .header('vary', 'Authorization')
-    if (matches(request.headers['if-none-match'], etag)) return await reply.code(304).send()
-    const mvt = await store.tile({ tile, scope, filter, maxFeatures })
+    void reply.header('cache-control', `private, max-age=${maxAgeSeconds}`).header('vary', 'Authorization')
+    // A revalidation reads the counters alone; a match is 304 without drawing.
+    const ifNoneMatch = request.headers['if-none-match']
+    if (ifNoneMatch !== undefined) {
+      const etag = etagOf(await store.changes(tile))
+      if (matches(ifNoneMatch, etag)) return await reply.header('etag', etag).code(304).send()
+    }
+    // Drawn TILES_CONCURRENCY at a time: sixteen zoomed-out tiles at once would otherwise hold
+    // every pool connection for seconds, and the requests behind them would fail waiting for one.
+    const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
+    // The client left while its tile waited: 499 (nginx's "client closed request") for the log.
+    if (admitted === 'cancelled') return await (reply as FastifyReply).code(499).send()
+    if (admitted === 'full') {
+      throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy drawing other tiles (${drawing.concurrency} at a time, ${drawing.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })
+    }
+    let drawn: { mvt: Buffer, changes: string }
+    try {
+      drawn = await store.tile({ tile, scope, filter, maxFeatures })
+    } finally {
+      admitted()
+    }
+    // The ETag of the counters read with the bytes (a write after a revalidation's read is in both).
+    const { mvt, changes } = drawn
+    void reply.header('etag', etagOf(changes))
     if (mvt.length === 0) return await reply.code(204).send()
     return await reply.type(MVT).send(mvt)
   })

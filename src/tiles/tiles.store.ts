@@ -1,5 +1,5 @@
 // The one door from the tile routes to storage: a tile's change counters (for its ETag) and the
-// tile itself, at most maxBytes: a tile over it is made again with half the features it held,
+// tile itself with its counters in one snapshot, at most maxBytes: a tile over it is made again with half the features it held,
 // largest first, down to a floor. PostGIS makes the MVT where it can (ST_AsMVT); the embedded backend's
 // PostGIS has no protobuf-c, so there the query gives the features in tile units and
 // mvt-encode.ts writes the same tile.
@@ -13,30 +13,33 @@ import { type TileInput, hasMvt, tileChanges, tileFeaturesQuery, tileQuery } fro
 export interface TileStore {
   /** Grows with every write that touches the tile or its buffer. */
   changes: (tile: Tile) => Promise<string>
-  /** The MVT bytes; empty when no source is drawn. */
-  tile: (input: TileInput) => Promise<Buffer>
+  /** The MVT bytes (empty when no source is drawn) and the tile's changes as of those bytes. */
+  tile: (input: TileInput) => Promise<{ mvt: Buffer, changes: string }>
 }
 
 const MIN_FEATURES = 100
 
 export function plainTileStore (db: Kysely<Database>, { maxBytes }: { maxBytes: number }): TileStore {
   let inPostgis: Promise<boolean> | undefined
-  const draw = async (input: TileInput): Promise<{ mvt: Buffer, features: number }> => {
+  const draw = async (input: TileInput): Promise<{ mvt: Buffer, features: number, changes: string }> => {
     inPostgis ??= hasMvt(db)
     if (await inPostgis) {
       const row = (await tileQuery(db, input)).rows[0]
-      return { mvt: row?.mvt ?? Buffer.alloc(0), features: row?.features ?? 0 }
+      return { mvt: row?.mvt ?? Buffer.alloc(0), features: row?.features ?? 0, changes: row?.changes ?? '0' }
     }
+    // Counters first, then the rows: a write between them makes the next ETag differ, never
+    // keeps an old one on new bytes.
+    const changes = await tileChanges(db, input.tile)
     const rows = (await tileFeaturesQuery(db, input)).rows
-    return { mvt: encodeMvt(rows, EXTENT), features: rows.length }
+    return { mvt: encodeMvt(rows, EXTENT), features: rows.length, changes }
   }
   return {
     changes: (tile) => tileChanges(db, tile),
     tile: async (input) => {
       let maxFeatures = input.maxFeatures
       for (;;) {
-        const { mvt, features } = await draw({ ...input, maxFeatures })
-        if (mvt.length <= maxBytes || maxFeatures <= MIN_FEATURES) return mvt
+        const { mvt, features, changes } = await draw({ ...input, maxFeatures })
+        if (mvt.length <= maxBytes || maxFeatures <= MIN_FEATURES) return { mvt, changes }
         // Half of what the tile held, not of the cap: a tile of 3,000 features over the bound
         // under a cap of 10,000 is drawn next with 1,500, not again with the same 3,000.
         maxFeatures = Math.max(MIN_FEATURES, Math.floor(Math.min(maxFeatures, features) / 2))

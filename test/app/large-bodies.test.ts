@@ -5,7 +5,8 @@ import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
-import largeBodiesPlugin, { AdmissionQueue } from '../../src/plugins/large-bodies.js'
+import largeBodiesPlugin from '../../src/plugins/large-bodies.js'
+import { AdmissionQueue } from '../../src/http/admission-queue.js'
 import { build, collection, expectError, feature, session, square, testConfig } from '../helper.js'
 
 t.test('AdmissionQueue: slots, order, a full queue, release once, cancel', async (t) => {
@@ -16,18 +17,18 @@ t.test('AdmissionQueue: slots, order, a full queue, release once, cancel', async
   let cancelSecond: (() => void) | undefined
   const second = q.admit((c) => { cancelSecond = c }).then((r) => { order.push('second'); return r })
   const third = q.admit(() => {}).then((r) => { order.push('third'); return r })
-  t.equal(await q.admit(() => {}), false, 'a full queue answers false at once')
+  t.equal(await q.admit(() => {}), 'full', 'a full queue answers at once')
   t.same(q.stats, { active: 1, waiting: 2 })
   cancelSecond?.()
   t.same(q.stats, { active: 1, waiting: 1 }, 'a cancelled entry leaves the queue')
-  if (first === false) throw new Error('unreachable')
+  t.equal(await second, 'cancelled', 'and its caller learns it')
+  if (typeof first !== 'function') throw new Error('unreachable')
   first(); first()
   const r3 = await third
-  t.same(order, ['third'], 'the slot went to the next waiting entry; releasing twice freed nothing more')
+  t.same(order, ['second', 'third'], 'the slot went to the next waiting entry; releasing twice freed nothing more')
   t.same(q.stats, { active: 1, waiting: 0 })
-  if (r3 !== false) r3()
+  if (typeof r3 === 'function') r3()
   t.same(q.stats, { active: 0, waiting: 0 })
-  void second
 })
 
 t.test('over HTTP', async (t) => {

@@ -1,0 +1,84 @@
+// Tiles are drawn TILES_CONCURRENCY at a time (never more than DB_POOL_MAX − 1); the others wait
+// in order holding no connection, up to TILES_QUEUE of them, and beyond that get 503 with
+// Retry-After at once. A revalidation (304) never waits: it reads only the change counters. A
+// client that leaves while its tile waits gives its place back. The draw is held in the database
+// by a lock on source_conflict_pairs (every tile query reads it), so the test sees the queue as
+// it is in service. Server backend only: the embedded database has a single connection.
+import t from 'tap'
+import pg from 'pg'
+import type { AddressInfo } from 'node:net'
+import { backend, build, collection, feature, session } from '../helper.js'
+import { tileOf, tileUrl } from './mvt.js'
+
+if (backend === 'embedded') {
+  t.plan(0, 'server backend only: holding a tile in the database needs a second connection')
+} else {
+  // DB_POOL_MAX 2: one tile at a time whatever TILES_CONCURRENCY says, one connection left.
+  const ctx = await build(t, { DB_POOL_MAX: 2, TILES_CONCURRENCY: 8, TILES_QUEUE: 2 })
+  const editor = await session(ctx, 'editor', 'org-q')
+  const created = await ctx.app.inject({ method: 'POST', url: '/sources', headers: editor.headers, payload: collection(feature('queued', { coordinates: [[[10, 50], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50]]] })) })
+  await ctx.app.listen({ host: '127.0.0.1', port: 0 })
+  const base = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`
+  const tile = tileOf(10.005, 50.005, 12)
+  const get = (path: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+    fetch(`${base}${path}`, { headers: { ...editor.headers, ...headers }, signal })
+
+  const locker = new pg.Client({ connectionString: ctx.url })
+  await locker.connect()
+  t.teardown(() => locker.end())
+
+  t.test('one drawn, two waiting, the next refused at once; a revalidation answers meanwhile', async (t) => {
+    t.equal(created.statusCode, 201)
+    const first = await get(tileUrl(tile))
+    t.equal(first.status, 200)
+    const etag = first.headers.get('etag') ?? ''
+    await first.arrayBuffer()
+
+    await locker.query('BEGIN')
+    await locker.query('LOCK TABLE source_conflict_pairs IN ACCESS EXCLUSIVE MODE')
+    const settled: string[] = []
+    const track = (name: string, p: Promise<Response>) => p.then(async (r) => { settled.push(name); await r.arrayBuffer(); return r })
+    const drawing = track('drawing', get(tileUrl(tile)))
+    // The holder is in the database, waiting for the lock, before the others ask.
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'source_conflict_pairs'::regclass AND NOT granted")
+      if ((rows[0]?.n ?? 0) > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const waiting = [track('waiting 1', get(tileUrl(tile, '?datetime=2024-06-01T00:00:00Z'))), track('waiting 2', get(tileUrl(tile, '?datetime=2024-07-01T00:00:00Z')))]
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const refused = await get(tileUrl(tile, '?datetime=2024-08-01T00:00:00Z'))
+    t.equal(refused.status, 503, 'a full queue: 503 at once')
+    t.equal(refused.headers.get('retry-after'), '1')
+    const body = await refused.json() as { code: string, message: string }
+    t.equal(body.code, 'SERVICE_UNAVAILABLE')
+    t.match(body.message, /busy drawing other tiles \(1 at a time, 2 waiting\)/, 'says why, with the limits in force')
+
+    const revalidated = await get(tileUrl(tile), { 'if-none-match': etag })
+    t.equal(revalidated.status, 304, 'a revalidation needs no drawing and finds a connection')
+    t.same(settled, [], 'meanwhile nothing drawn')
+
+    await locker.query('COMMIT')
+    const results = await Promise.all([drawing, ...waiting])
+    t.same(results.map((r) => r.status), [200, 200, 200], 'all three drawn once the lock is gone')
+    t.same(settled, ['drawing', 'waiting 1', 'waiting 2'], 'in the order they came')
+  })
+
+  t.test('a client that leaves while its tile waits gives its place back', async (t) => {
+    await locker.query('BEGIN')
+    await locker.query('LOCK TABLE source_conflict_pairs IN ACCESS EXCLUSIVE MODE')
+    const drawing = get(tileUrl(tile, '?datetime=2024-09-01T00:00:00Z'))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const leaving = [new AbortController(), new AbortController()]
+    const left = leaving.map((c, i) => get(tileUrl(tile, `?datetime=2024-10-0${i + 1}T00:00:00Z`), {}, c.signal).catch((err: Error) => err.name))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const c of leaving) c.abort()
+    t.same(await Promise.all(left), ['AbortError', 'AbortError'])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Two places free again: two more wait rather than being refused.
+    const next = [get(tileUrl(tile, '?datetime=2024-11-01T00:00:00Z')), get(tileUrl(tile, '?datetime=2024-11-02T00:00:00Z'))]
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await locker.query('COMMIT')
+    t.same((await Promise.all([drawing, ...next])).map((r) => r.status), [200, 200, 200])
+  })
+}
