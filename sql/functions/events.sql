@@ -16,6 +16,27 @@ RETURN regexp_replace(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US
 
 COMMENT ON FUNCTION events_utc(timestamptz) IS 'An instant as the API and the events write it: ISO 8601 in UTC, Z.';
 
+-- The feed's horizon: readers are served only events of transactions older than it. It is the
+-- oldest transaction still running in this snapshot (pg_snapshot_xmin), except those that
+-- pg_stat_activity shows connected to another database: they cannot write this database's
+-- events, and a long one (an analyst's session on another database of the server) would
+-- otherwise hold the feed back (every role sees datid and backend_xid of every session). A
+-- transaction not known to be elsewhere counts: one that ended since the snapshot, or a prepared
+-- one. In-progress transactions at or past the snapshot's xmax are not in its xip list and
+-- need not be: their events are past the horizon whatever it is. A backend's transaction id
+-- names its database for good, so a stale pg_stat_activity can only make the horizon lower.
+CREATE OR REPLACE FUNCTION events_horizon() RETURNS xid8
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN coalesce(
+  (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+   WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a
+                     WHERE a.backend_xid = x::xid
+                       AND a.datid <> (SELECT d.oid FROM pg_database AS d WHERE d.datname = current_database()))),
+  pg_snapshot_xmax(pg_current_snapshot()));
+
+COMMENT ON FUNCTION events_horizon() IS 'The feed serves events of transactions older than this: pg_snapshot_xmin(pg_current_snapshot()) without the running transactions of other databases.';
+COMMENT ON TABLE events IS 'Change events (CloudEvents 1.0 data), written by triggers in the changing transaction: source.created/updated/deleted and conflict.started/ended. Served in (txid, seq) order, only below events_horizon().';
+
 -- sources.version is read only where the column exists (source versions came in their own
 -- migration), so the same function serves a database with or without it.
 CREATE OR REPLACE FUNCTION events_sources_changed() RETURNS trigger

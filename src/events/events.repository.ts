@@ -1,8 +1,9 @@
 // SQL of the feed and the webhook subscriptions (sql/018_events.sql). Functions take the Kysely
 // handle (or a transaction) first; callers own it.
 //
-// The feed serves only events below the horizon, pg_snapshot_xmin(pg_current_snapshot()): every
-// transaction older than it has ended, so no event can appear behind a position once served.
+// The feed serves only events below the horizon, events_horizon() (sql/functions/events.sql): every
+// transaction of this database older than it has ended, so no event can appear behind a position
+// once served.
 import { sql } from 'kysely'
 import type { Db } from '../db/database.js'
 import type { Position } from './cursor.js'
@@ -32,7 +33,7 @@ export interface FeedPage {
 
 export async function readFeed (db: Db, q: FeedQuery): Promise<FeedPage> {
   const { rows } = await sql<EventRow & { horizon: string }>`
-    WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+    WITH h AS (SELECT events_horizon() AS xmin)
     SELECT h.xmin::text AS horizon, e.txid::text AS txid, e.seq::text AS seq, e.type, e.subject, e.organisation,
            events_utc(e.time) AS time, e.data
     FROM h LEFT JOIN LATERAL (
@@ -55,7 +56,7 @@ export async function positionKnown (db: Db, p: Position): Promise<boolean> {
 
 /** Now, as a position: every event written from here on comes after it. */
 export async function currentPosition (db: Db): Promise<Position> {
-  const { rows } = await sql<{ txid: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS txid`.execute(db)
+  const { rows } = await sql<{ txid: string }>`SELECT events_horizon()::text AS txid`.execute(db)
   return { txid: rows[0]?.txid ?? '0', seq: '0' }
 }
 
@@ -68,7 +69,7 @@ export interface FeedHead {
 
 export async function readHead (db: Db): Promise<FeedHead> {
   const { rows } = await sql<{ last: string | null, pending: boolean }>`
-    WITH h AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+    WITH h AS (SELECT events_horizon() AS xmin)
     SELECT (SELECT e.txid::text || '.' || e.seq FROM events AS e WHERE e.txid < h.xmin ORDER BY e.txid DESC, e.seq DESC LIMIT 1) AS last,
            EXISTS (SELECT 1 FROM events AS e WHERE e.txid >= h.xmin) AS pending
     FROM h`.execute(db)
@@ -109,7 +110,7 @@ export interface NewSubscription {
 export async function insertSubscription (db: Db, s: NewSubscription, max: number): Promise<SubscriptionRow | undefined> {
   const { rows } = await sql<SubscriptionRow>`
     INSERT INTO webhook_subscriptions (id, organisation, created_by, url, types, secret, after_txid, after_seq)
-    SELECT ${s.id}, ${s.organisation}, ${s.createdBy}::uuid, ${s.url}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(s.types)}::jsonb)), ${s.secret}, pg_snapshot_xmin(pg_current_snapshot()), 0
+    SELECT ${s.id}, ${s.organisation}, ${s.createdBy}::uuid, ${s.url}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(s.types)}::jsonb)), ${s.secret}, events_horizon(), 0
     WHERE (SELECT count(*) FROM webhook_subscriptions WHERE organisation IS NOT DISTINCT FROM ${s.organisation}) < ${max}
     RETURNING id, organisation, url, types, created_at, status, failures, failing_since, next_attempt_at`.execute(db)
   return rows[0]
@@ -175,11 +176,12 @@ export async function leaseSubscriptions (db: Db, n: number, leaseMs: number): P
   const { rows } = await sql<Omit<Lease, 'after' | 'token'> & { after_txid: string, after_seq: string, lease_token: string }>`
     UPDATE webhook_subscriptions AS s SET lease_until = now() + ${leaseMs}::double precision * interval '1 millisecond', lease_token = gen_random_uuid()
     WHERE s.id IN (
+      WITH h AS MATERIALIZED (SELECT events_horizon() AS xmin)
       SELECT c.id FROM webhook_subscriptions AS c
       WHERE c.next_attempt_at <= now() AND (c.lease_until IS NULL OR c.lease_until < now())
         AND EXISTS (
           SELECT 1 FROM events AS e
-          WHERE (e.txid, e.seq) > (c.after_txid, c.after_seq) AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
+          WHERE (e.txid, e.seq) > (c.after_txid, c.after_seq) AND e.txid < (SELECT xmin FROM h)
             AND (c.organisation IS NULL OR e.organisation = c.organisation))
       ORDER BY c.next_attempt_at
       LIMIT ${n}

@@ -61,14 +61,15 @@ t.test('a disabled account\'s tokens stop working; enabling restores them', asyn
 })
 
 t.test('with the account cache, a disabled account is refused once the TTL has passed', async (t) => {
-  const cached = await build(t, { ACCOUNT_CACHE_TTL_SECONDS: 1 })
+  // A TTL long enough that the second call is surely inside it on a loaded machine.
+  const cached = await build(t, { ACCOUNT_CACHE_TTL_SECONDS: 4 })
   const other = await addAccount(cached.db, { role: 'viewer' })
   const token = await login(cached.app, other.email)
   const callCached = () => cached.app.inject({ method: 'GET', url: `/sources/?id=${unknownId}`, headers: { authorization: `Bearer ${token}` } })
   t.equal((await callCached()).statusCode, 404)
   await setAccountDisabled(cached.db, other.email, true)
   t.equal((await callCached()).statusCode, 404, 'still cached: no database read on this request')
-  await new Promise((resolve) => setTimeout(resolve, 1100))
+  await new Promise((resolve) => setTimeout(resolve, 4100))
   t.equal((await callCached()).statusCode, 401, 'refused after the TTL')
 })
 

@@ -54,10 +54,13 @@ t.test('over HTTP', async (t) => {
   const settle = () => new Promise((resolve) => setTimeout(resolve, 200))
   const within = <T>(p: Promise<T>, what: string) => Promise.race([p, new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${what}: still waiting after 5 s`)), 5000))])
 
+  // Each request authenticates first (a database read on the server backend): half a second is
+  // ample for a to hold the slot, then for b to take the queue place, even on a loaded machine.
+  const queued = () => new Promise((resolve) => setTimeout(resolve, 500))
   const a = halfSent()
-  await settle()
+  await queued()
   const b = post(largeBody()) // waits for a's slot
-  await settle()
+  await queued()
   const c = await post(largeBody())
   const text = await c.text()
   const body = expectError(t, { statusCode: c.status, body: text, json: () => JSON.parse(text) }, 503, 'SERVICE_UNAVAILABLE')

@@ -10,7 +10,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { CloudEventSchema, FeedSchema } from '../../src/events/events.schema.js'
 import { cursorCodec } from '../../src/events/cursor.js'
-import { TEST_SECRET, backend, build, collection, expectError, feature, session, square } from '../helper.js'
+import { TEST_SECRET, backend, build, collection, createDatabase, expectError, feature, session, square } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -171,4 +171,33 @@ t.test('a transaction that began first and commits last is still delivered to a 
   await held
   const late = await readAll(admin.headers, early.next)
   t.same(late.events.map((e) => e.subject), [first, second], 'both come after the commit, the first-begun first')
+})
+
+t.test('a transaction open in another database of the server does not hold the feed back', { skip: backend === 'embedded' ? 'server backend only: the embedded database is alone' : false }, async (t) => {
+  const start = (await readAll(admin.headers)).next
+  const elsewhere = new pg.Client({ connectionString: await createDatabase(t, { empty: true }) })
+  const here = new pg.Client({ connectionString: ctx.url })
+  await elsewhere.connect()
+  await here.connect()
+  t.teardown(() => Promise.all([elsewhere.end(), here.end()]))
+  await elsewhere.query('BEGIN')
+  const { rows } = await elsewhere.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')
+  const horizon = async () => (await here.query<{ h: string, xmin: string }>('SELECT events_horizon()::text AS h, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin')).rows[0]
+  const created = await app.inject({ method: 'POST', url: '/sources', headers: editorA.headers, payload: collection(feature('beside-elsewhere', { coordinates: square(140, 10, 0.5) })) })
+  t.equal(created.statusCode, 201)
+  const { id } = created.json()
+  t.same((await readAll(admin.headers, start)).events.filter((e) => e.subject === id).map((e) => e.type), ['source.created'], 'a write here is served while it stays open')
+  const after = await horizon()
+  t.equal(after?.xmin, rows[0]?.xid, 'the other database\'s transaction is still the server\'s oldest')
+  t.ok(BigInt(after?.h ?? '0') > BigInt(rows[0]?.xid ?? '0'), 'and the feed\'s horizon is past it')
+
+  // The same open transaction in this database holds the feed back, as the late commit needs.
+  await here.query('BEGIN')
+  const { rows: own } = await here.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')
+  const other = new pg.Client({ connectionString: ctx.url })
+  await other.connect()
+  t.teardown(() => other.end())
+  t.equal((await other.query<{ h: string }>('SELECT events_horizon()::text AS h')).rows[0]?.h, own[0]?.xid, 'one open here is the horizon')
+  await here.query('ROLLBACK')
+  await elsewhere.query('ROLLBACK')
 })
