@@ -7,8 +7,8 @@
 //   its build: tileQuery in src/tiles/tiles.repository.ts, the same SQL with the same parameters,
 //   one pgbench script per tile with its parameters as \set variables; a tile the service draws
 //   again because it is over TILES_MAX_BYTES has all its statements in the script), at 16 clients
-//   and at one per core, the faster taken; also pgbench on both statements the service runs per
-//   tile (the ETag's change counters, then the tile), at the faster client count of the round;
+//   and at one per core, the faster taken. The statement reads the ETag's change counters too, as
+//   the service's does: a cold tile is one statement;
 // - the floor of the service's own work: 304s of one tile (auth, change counters, ETag, no
 //   drawing) under the same load, and the bound it gives with pgbench, 1 / (1/304s + 1/pgbench);
 // - against MapServer 8's MVT output (Debian's cgi-mapserver as FastCGI under lighttpd, 2 mapserv
@@ -158,25 +158,26 @@ const servicePath = ({ z, x, y }) => `/collections/sources/tiles/WebMercatorQuad
 
 // The statements the service runs for a tile, as its build makes them: a Kysely on the bench
 // database whose log hands back each executed query's SQL and parameters.
-const { tileQuery, tileChanges } = await import('../dist/tiles/tiles.repository.js')
+const { tileQuery } = await import('../dist/tiles/tiles.repository.js')
 const { EXTENT } = await import('../dist/tiles/tile-matrix.js')
 let lastQuery
 const kdb = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }), log: (e) => { lastQuery = e.query } })
 const MAX_FEATURES = 10_000 // TILES_MAX_FEATURES's default
 const MAX_BYTES = 512_000 // TILES_MAX_BYTES's default
 const scope = { organisation: 'bench' }
-/** The MVT statements the service's store runs for `tile` (tiles.store.ts: again with half the features while over MAX_BYTES), and the change counters' one. */
+/** The MVT statements the service's store runs for `tile` (tiles.store.ts: again with half the features it held while over MAX_BYTES), and the features the last one drew. */
 async function statementsOf (tile) {
   const mvt = []
+  let features = 0
   for (let maxFeatures = MAX_FEATURES; ;) {
     const r = await tileQuery(kdb, { tile, scope, filter: {}, maxFeatures })
     mvt.push(lastQuery)
     const bytes = r.rows[0]?.mvt?.length ?? 0
+    features = r.rows[0]?.features ?? 0
     if (bytes <= MAX_BYTES || maxFeatures <= 100) break
-    maxFeatures = Math.max(100, Math.floor(maxFeatures / 2))
+    maxFeatures = Math.max(100, Math.floor(Math.min(maxFeatures, features) / 2))
   }
-  await tileChanges(kdb, tile)
-  return { mvt, changes: lastQuery }
+  return { mvt, features }
 }
 
 // pgbench: one script per tile (picked at random, as the HTTP loads pick paths), each statement's
@@ -199,10 +200,10 @@ function pgStatement (q, prefix, sets) {
     return `:${[...strings.entries()].find(([, s]) => s === v)[0]}`
   }).replace(/\s*\n\s*/g, ' ') + ';'
 }
-function pgbenchFiles (name, perTile, withChanges) {
+function pgbenchFiles (name, perTile) {
   return perTile.map((st, i) => {
     const sets = []
-    const lines = [...(withChanges ? [pgStatement(st.changes, 'c', sets)] : []), ...st.mvt.map((q, k) => pgStatement(q, `m${k}_`, sets))]
+    const lines = st.mvt.map((q, k) => pgStatement(q, `m${k}_`, sets))
     const file = join(pgDir, `${name}-${i}.sql`)
     writeFileSync(file, `${sets.join('\n')}\n${lines.join('\n')}\n`)
     return file
@@ -243,7 +244,7 @@ async function drain () {
 const status = () => readFileSync(`/proc/${service.pid}/status`, 'utf8')
 const vmHwmMb = () => Number(/VmHWM:\s+(\d+)/.exec(status())[1]) / 1024
 
-const table = [`| zoom (tiles) | service tiles/s | pgbench ST_AsMVT tps, ${CONNECTIONS} / ${CORES} clients | service × pgbench at its best (min–max) | pgbench change counters + ST_AsMVT, the faster client count | service × that | service 304/s (one tile, If-None-Match) | bound × pgbench at its best | MapServer tiles/s | service × MapServer (min–max) |`, '|---|---|---|---|---|---|---|---|---|---|']
+const table = [`| zoom (tiles) | service tiles/s | pgbench ST_AsMVT tps, ${CONNECTIONS} / ${CORES} clients | service × pgbench at its best (min–max) | service 304/s (one tile, If-None-Match) | bound × pgbench at its best | MapServer tiles/s | service × MapServer (min–max) |`, '|---|---|---|---|---|---|---|---|']
 const sizesTable = ['| zoom | service tile bytes p50 / max | features p50 / max (statements per tile) | MapServer tile bytes p50 / max | cold 200 ms p50 | 304 ms p50 |', '|---|---|---|---|---|---|']
 const range = (xs) => `${median(xs).toFixed(2)}× (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`
 let z6Peak = 0
@@ -274,18 +275,9 @@ for (const z of [14, 10, 6]) {
   }
   const perTile = []
   for (const tile of tiles) perTile.push(await statementsOf(tile))
-  const features = []
-  for (const { mvt } of perTile.slice(0, 10)) {
-    // The statement whose tile the service sends: the last it ran.
-    const q = mvt.at(-1)
-    // The same statement, counting the drawn features instead of encoding them.
-    const wrapped = q.sql.replace(/SELECT ST_AsMVT\(drawn, 'sources', (\$\d+)::int, 'geom'\) AS mvt FROM drawn WHERE geom IS NOT NULL\s*$/, 'SELECT count(*) + 0 * $1::int AS n FROM drawn WHERE geom IS NOT NULL')
-    if (wrapped === q.sql) throw new Error('the tile statement no longer ends in ST_AsMVT(drawn, …)')
-    features.push(Number((await db.query(wrapped, q.parameters)).rows[0].n))
-  }
+  const features = perTile.slice(0, 10).map((t) => t.features)
   const statementsPerTile = perTile.map((t) => t.mvt.length)
-  const mvtFiles = pgbenchFiles(`z${z}`, perTile, false)
-  const fullFiles = pgbenchFiles(`z${z}-full`, perTile, true)
+  const mvtFiles = pgbenchFiles(`z${z}`, perTile)
   const paths = tiles.map(servicePath)
   const msPaths = tiles.map(msPath)
   const duration = z === 6 ? Z6_DURATION : DURATION
@@ -297,7 +289,7 @@ for (const z of [14, 10, 6]) {
   // Warm-up: the service (its statements prepared, the pages cached) and MapServer.
   load('service', paths, duration)
   load('mapserver', msPaths, duration); await drain()
-  const svc = []; const svcFailed = []; const svc304 = []; const pgMany = []; const pgFew = []; const full = []; const ms = []
+  const svc = []; const svcFailed = []; const svc304 = []; const pgMany = []; const pgFew = []; const ms = []
   const steps = [
     () => {
       if (z === 6) writeFileSync(`/proc/${service.pid}/clear_refs`, '5')
@@ -308,7 +300,6 @@ for (const z of [14, 10, 6]) {
     },
     () => {
       pgMany.push(pgbench(mvtFiles, CONNECTIONS, duration)); pgFew.push(pgbench(mvtFiles, CORES, duration))
-      full.push(pgbench(fullFiles, pgMany.at(-1) >= pgFew.at(-1) ? CONNECTIONS : CORES, duration))
     },
     async () => { ms.push(load('mapserver', msPaths, duration).rps); await drain() }
   ]
@@ -317,13 +308,13 @@ for (const z of [14, 10, 6]) {
   const bound = pgBest.map((p, i) => 1 / (1 / svc304[i] + 1 / p) / p)
   const msRatio = ms.every((m) => m > 0) ? range(svc.map((v, i) => v / ms[i])) : `— (MapServer answered ${ms.filter((m) => m > 0).length} of ${RUNS} rounds within ${TIMEOUT} s)`
   const failed = Math.max(...svcFailed) > 0 ? ` (not 2xx: ${svcFailed.map((f) => `${Math.round(f * 100)} %`).join(', ')} of the answers)` : ''
-  table.push(`| z${z} (${tiles.length}) | ${fmt(median(svc))}${failed} | ${fmt(median(pgMany))} / ${fmt(median(pgFew))} | **${range(svc.map((v, i) => v / pgBest[i]))}** | ${fmt(median(full))} | ${range(svc.map((v, i) => v / full[i]))} | ${fmt(median(svc304))} | ${median(bound).toFixed(2)}× | ${median(ms).toFixed(1)} | **${msRatio}** |`)
+  table.push(`| z${z} (${tiles.length}) | ${fmt(median(svc))}${failed} | ${fmt(median(pgMany))} / ${fmt(median(pgFew))} | **${range(svc.map((v, i) => v / pgBest[i]))}** | ${fmt(median(svc304))} | ${median(bound).toFixed(2)}× | ${median(ms).toFixed(1)} | **${msRatio}** |`)
   sizesTable.push(`| z${z} | ${fmt(pct(sizes, 0.5))} / ${fmt(Math.max(...sizes))} | ${fmt(pct(features, 0.5))} / ${fmt(Math.max(...features))} (${Math.min(...statementsPerTile)}–${Math.max(...statementsPerTile)}) | ${fmt(pct(msSizes, 0.5))} / ${fmt(Math.max(...msSizes))} | ${pct(cold, 0.5).toFixed(1)} | ${pct(revalidated, 0.5).toFixed(1)} |`)
 }
 
 out.push(`### Vector tiles on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, fresh requests, median of ${RUNS} rounds of ${DURATION} s, z6 ${Z6_DURATION} s, in ABBA order)`, '', ...table, '', ...sizesTable, '')
 out.push(`- Peak RSS of the service (VmHWM) while serving z6 tiles at ${CONNECTIONS} connections: ${Math.round(z6Peak)} MB.`)
-out.push(`- Service: DB_POOL_MAX=${2 * CORES}, TILES_MAX_FEATURES ${MAX_FEATURES}, TILES_MAX_BYTES ${MAX_BYTES} (defaults); tiles of extent ${EXTENT}. Sizes and latencies over the first ${Math.min(20, TILES_PER_ZOOM)} tiles of each zoom (features over the first 10, MapServer's sizes over the first ${MS_SAMPLE}), one request at a time. Bound: 1 / (1 / 304s + 1 / pgbench), what the service could reach if each tile cost it a 304's work plus pgbench's statement, on the same cores.`)
+out.push(`- Service: DB_POOL_MAX=${2 * CORES} (so tiles drawn at once: TILES_CONCURRENCY 4 capped at ${2 * CORES - 1}), TILES_MAX_FEATURES ${MAX_FEATURES}, TILES_MAX_BYTES ${MAX_BYTES} (defaults); tiles of extent ${EXTENT}. Sizes and latencies over the first ${Math.min(20, TILES_PER_ZOOM)} tiles of each zoom (features over the first 10, MapServer's sizes over the first ${MS_SAMPLE}), one request at a time. Bound: 1 / (1 / 304s + 1 / pgbench), what the service could reach if each tile cost it a 304's work plus pgbench's statement, on the same cores.`)
 process.stdout.write(`${out.join('\n')}\n`)
 await kdb.destroy()
 await db.end()

@@ -121,7 +121,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     TILES_MAX_FEATURES: 10000,
     TILES_MAX_BYTES: 512000,
     TILES_MAX_AGE_SECONDS: 10,
-    TILES_CONCURRENCY: 2,
+    TILES_CONCURRENCY: 4,
     TILES_QUEUE: 256,
     MAP_TILE_URL: 'none',
     MAP_TILE_ATTRIBUTION: '',

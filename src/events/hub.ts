@@ -4,6 +4,8 @@
 // event triggers notify (LISTEN on EVENTS_LISTEN_URL, a direct connection: a transaction-pooling
 // PgBouncer does not pass LISTEN), else every EVENTS_POLL_MS; while events of transactions still
 // open exist, it looks again soon, for their commit may notify nothing the horizon waits for.
+// Looks are at least COALESCE_MS apart: under a thousand commits a second each notifies, and one
+// look (and one webhook lease) per commit would cost the writes more than the events themselves.
 import { EventEmitter } from 'node:events'
 import type { FastifyBaseLogger } from 'fastify'
 import pg from 'pg'
@@ -11,6 +13,7 @@ import type { EventStore } from './events.store.js'
 
 const CHANNEL = 'source_registry_events'
 const PENDING_RECHECK_MS = 50
+const COALESCE_MS = 20
 
 export class EventHub extends EventEmitter {
   private last: string | undefined
@@ -19,6 +22,8 @@ export class EventHub extends EventEmitter {
   private closed = false
   private checking: Promise<void> | undefined
   private again = false
+  private lastCheck = 0
+  private soon: NodeJS.Timeout | undefined
 
   constructor (private readonly store: EventStore, private readonly opts: { pollMs: number, listenUrl: string | undefined, log: FastifyBaseLogger }) {
     super()
@@ -33,6 +38,7 @@ export class EventHub extends EventEmitter {
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.soon !== undefined) clearTimeout(this.soon)
     await this.checking
     await this.listener?.end().catch(() => {})
   }
@@ -41,6 +47,12 @@ export class EventHub extends EventEmitter {
   poke (): void {
     if (this.closed) return
     if (this.checking !== undefined) { this.again = true; return }
+    const wait = this.lastCheck + COALESCE_MS - Date.now()
+    if (wait > 0) {
+      this.soon ??= setTimeout(() => { this.soon = undefined; this.poke() }, wait)
+      return
+    }
+    this.lastCheck = Date.now()
     this.checking = this.check().finally(() => {
       this.checking = undefined
       if (this.again) { this.again = false; this.poke() }
