@@ -13,8 +13,12 @@
 // Over BENCH_HISTORY_ROWS sources (default 100,000) with 3 versions each (seeded in SQL: the
 // second and third versions by two UPDATEs, with the conflict and tile triggers off while they
 // run, since they change nothing those triggers keep). BENCH_RUNS rounds (default 3) of
-// BENCH_DURATION s (default 5). Prints Markdown. Usage: npm run build && node bench/history.mjs
+// BENCH_DURATION s (default 5). The service's client is node:http with a keep-alive agent (about
+// 0.1 ms of CPU a request where fetch() takes ~0.4–0.9 ms, bench/RESULTS.md "Fast and plain path"):
+// one request at a time, the client's own CPU is part of every measured latency, as pgbench's is
+// of its own. Prints Markdown. Usage: npm run build && node bench/history.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import http from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
@@ -60,6 +64,24 @@ const auth = { authorization: `Bearer ${token}` }
 const idOf = (n) => `src_${String(n).padStart(22, '0')}`
 const cellOf = (n) => [(n % 3000) * 0.01 - 15 + 0.0025, (Math.floor(n / 3000) % 3000) * 0.01 - 15 + 0.0025]
 const random = () => 1 + Math.floor(Math.random() * ROWS)
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+/** One request over the kept-alive connection; the answer with fetch()'s status, headers.get and text. */
+function call (url, { method = 'GET', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString()
+        resolve({ status: res.statusCode, headers: { get: (name) => res.headers[name] ?? null }, text: async () => text, arrayBuffer: async () => text })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
 
 /** Requests per second of `send` over DURATION s, one at a time; any answer but `status` stops the run. */
 async function service1 (name, status, send) {
@@ -128,7 +150,7 @@ const newFeature = () => {
   const x = -170 + (i % 3000) * 0.01; const y = 60 + Math.floor(i / 3000) * 0.01
   return { type: 'FeatureCollection', features: [{ type: 'Feature', id: `h-${run}-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: [[[x, y], [x + 0.005, y], [x + 0.005, y + 0.005], [x, y + 0.005], [x, y]]] } }] }
 }
-const post = (name) => service1(name, 201, () => fetch(`${base}/sources`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(newFeature()) }))
+const post = (name) => service1(name, 201, () => call(`${base}/sources`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(newFeature()) }))
 out.post = await paired(() => post('POST, history on'), async () => {
   await db.query('ALTER TABLE sources DISABLE TRIGGER sources_versions_insert')
   try { return await post('POST, history off') } finally { await db.query('ALTER TABLE sources ENABLE TRIGGER sources_versions_insert') }
@@ -136,7 +158,7 @@ out.post = await paired(() => post('POST, history on'), async () => {
 
 let flip = 0
 out.patch = await paired(
-  () => changeRound('PATCH end_at', (id, _n, version) => fetch(`${base}/sources/?id=${id}`, {
+  () => changeRound('PATCH end_at', (id, _n, version) => call(`${base}/sources/?id=${id}`, {
     method: 'PATCH',
     headers: { ...auth, 'content-type': 'application/merge-patch+json', 'if-match': `W/"${version}"` },
     body: `{"properties":{"end_at":"2024-02-${String(2 + (flip++ % 20)).padStart(2, '0')}T00:00:00Z"}}`
@@ -152,7 +174,7 @@ out.put500 = await paired(
   () => changeRound('PUT 500 vertices', (id, n, version) => {
     const [cx, cy] = cellOf(n)
     const coordinates = [ring500[0].map(([x, y]) => [+(x + cx).toFixed(7), +(y + cy).toFixed(7)])]
-    return fetch(`${base}/sources/?id=${id}`, {
+    return call(`${base}/sources/?id=${id}`, {
       method: 'PUT',
       headers: { ...auth, 'content-type': 'application/json', 'if-match': `W/"${version}"` },
       body: JSON.stringify({ type: 'Feature', id: `seed-${n}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates } })
@@ -166,7 +188,7 @@ out.put500 = await paired(
 UPDATE sources SET feature_id = 'seed-' || :n, geom = ST_Translate('${wkt}'::geometry, :dx::float8, :dy::float8), period = tstzrange('2024-01-01Z', '2024-02-01Z', '[)') WHERE id = 'src_' || lpad(:n::text, 22, '0');
 `))
 
-const get = (name, query) => service1(name, 200, () => fetch(`${base}/sources/?id=${idOf(random())}${query}`, { headers: auth }))
+const get = (name, query) => service1(name, 200, () => call(`${base}/sources/?id=${idOf(random())}${query}`, { headers: auth }))
 out.asof = await paired(() => get('GET by id', ''), () => get('GET as_of', `&as_of=${encodeURIComponent(asOf)}`))
 
 const size = (await db.query(`SELECT pg_total_relation_size('source_versions')::float8 AS versions_bytes, (SELECT count(*) FROM source_versions)::float8 AS versions,

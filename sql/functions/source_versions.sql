@@ -59,13 +59,13 @@ CREATE OR REPLACE FUNCTION sources_versions_record() RETURNS trigger
 AS $$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
-    SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2)
+    SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at, o.area_m2
     FROM old_rows AS o;
   ELSE
-    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at)
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2)
     SELECT n.id, n.version, CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, now(), sources_recorded_by(n.created_by),
-      n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at
+      n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at, n.area_m2
     FROM new_rows AS n;
   END IF;
   RETURN NULL;

@@ -291,7 +291,7 @@ export interface VersionRow {
 const versionColumns = sql`s.source_id AS id, s.version, s.operation, ${isoUtc(sql`s.recorded_at`)} AS recorded_at, s.recorded_by,
   s.feature_id, s.organisation, ${stAsGeoJson(sql`s.geom`)} AS geometry,
   ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
-  ${isoUtc(sql`s.created_at`)} AS created_at, lonlat_area_m2(s.geom) AS area_m2`
+  ${isoUtc(sql`s.created_at`)} AS created_at, coalesce(s.area_m2, lonlat_area_m2(s.geom)) AS area_m2`
 
 /** The versions of a source visible in the scope, newest first, below version `before` when given; limit + 1 of them. */
 export async function findVersions (db: Db, id: string, scope: Scope, page: { limit: number, before?: number }): Promise<VersionRow[]> {

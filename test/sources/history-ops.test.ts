@@ -106,3 +106,28 @@ t.test('a backup restores sources, versions and accounts equal', async (t) => {
   t.same(after, before)
   t.ok(after.versions.length === 5 && after.accounts.length === 1 && after.pairs.length === 0)
 })
+
+t.test('every version keeps its area as sources had it; an as-of read of one without (older than sql/019) computes it', async (t) => {
+  const target = await createDatabase(t)
+  await withDb(target, async (db) => {
+    await seed(db)
+    await sql`UPDATE sources SET geom = ST_GeomFromText('POLYGON((0 0,2 0,2 1,0 1,0 0))', 4326) WHERE id = 'src_000000000000000000001'`.execute(db)
+    const { rows } = await sql<{ version: number, stored: number | null, computed: number }>`
+      SELECT version, area_m2 AS stored, lonlat_area_m2(geom) AS computed FROM source_versions
+      WHERE source_id = 'src_000000000000000000001' ORDER BY version`.execute(db)
+    t.ok(rows.length >= 3, `${rows.length} versions`)
+    for (const r of rows) t.equal(r.stored, r.computed, `version ${r.version}: the stored area is the polygon's`)
+    t.not(rows[0]?.stored, rows.at(-1)?.stored, 'and follows the geometry')
+    const deleted = await sql<{ n: number }>`SELECT count(*)::int AS n FROM source_versions WHERE operation = 'delete' AND area_m2 IS NULL`.execute(db)
+    t.equal(deleted.rows[0]?.n, 0, 'deletions carry the last area too')
+    // A version recorded before the column existed.
+    await sql`UPDATE source_versions SET area_m2 = NULL WHERE source_id = 'src_000000000000000000001' AND version = 1`.execute(db)
+    const { findVersionAt } = await import('../../src/sources/sources.repository.js')
+    const old = await findVersionAt(db, 'src_000000000000000000001', 'all', '9999-01-01T00:00:00Z')
+    const first = await sql<{ recorded_at: string }>`SELECT recorded_at::text FROM source_versions WHERE source_id = 'src_000000000000000000001' AND version = 1`.execute(db)
+    const v1 = await findVersionAt(db, 'src_000000000000000000001', 'all', String(first.rows[0]?.recorded_at))
+    t.equal(v1?.version, 1)
+    t.equal(v1?.area_m2, rows[0]?.computed, 'a NULL area is computed on read')
+    t.equal(old?.area_m2, rows.at(-1)?.stored)
+  })
+})
