@@ -37,6 +37,21 @@ RETURN coalesce(
 COMMENT ON FUNCTION events_horizon() IS 'The feed serves events of transactions older than this: pg_snapshot_xmin(pg_current_snapshot()) without the running transactions of other databases.';
 COMMENT ON TABLE events IS 'Change events (CloudEvents 1.0 data), written by triggers in the changing transaction: source.created/updated/deleted and conflict.started/ended. Served in (txid, seq) order, only below events_horizon().';
 
+-- The data of the events, one definition each. SQL functions with one expression: the planner
+-- inlines them into the triggers' statements (STABLE, as jsonb_build_object is).
+CREATE OR REPLACE FUNCTION events_source_data(id text, feature_id text, period tstzrange, version integer) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN jsonb_build_object('id', id, 'feature_id', feature_id,
+  'start_at', events_utc(lower(period)), 'end_at', events_utc(upper(period)), 'version', version);
+
+CREATE OR REPLACE FUNCTION events_conflict_data(source_id text, other_id text, overlap_m2 double precision, overlap_ratio double precision, overlap_period tstzrange) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN jsonb_build_object('source_id', source_id, 'other_id', other_id, 'overlap_m2', overlap_m2, 'overlap_ratio', overlap_ratio,
+  'start_at', events_utc(lower(overlap_period)), 'end_at', events_utc(upper(overlap_period)));
+
+COMMENT ON FUNCTION events_source_data(text, text, tstzrange, integer) IS 'The data of a source.* event: the source''s id, feature id, period and version.';
+COMMENT ON FUNCTION events_conflict_data(text, text, double precision, double precision, tstzrange) IS 'The data of a conflict.* event: the two ids, overlap m², ratio and period.';
+
 -- One function per trigger, each with static SQL: PL/pgSQL plans a static statement once per
 -- session and keeps the plan, where EXECUTE of a formatted string is parsed and planned on every
 -- write. A statement that wrote no rows (the conflict triggers' INSERT of no pairs) writes no
@@ -45,9 +60,7 @@ CREATE OR REPLACE FUNCTION events_sources_created() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.created', r.id, r.organisation, jsonb_build_object(
-    'id', r.id, 'feature_id', r.feature_id,
-    'start_at', events_utc(lower(r.period)), 'end_at', events_utc(upper(r.period)), 'version', r.version)
+  SELECT 'source.created', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
   FROM new_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -58,9 +71,7 @@ CREATE OR REPLACE FUNCTION events_sources_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.updated', r.id, r.organisation, jsonb_build_object(
-    'id', r.id, 'feature_id', r.feature_id,
-    'start_at', events_utc(lower(r.period)), 'end_at', events_utc(upper(r.period)), 'version', r.version)
+  SELECT 'source.updated', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
   FROM new_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -73,9 +84,7 @@ CREATE OR REPLACE FUNCTION events_sources_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.deleted', r.id, r.organisation, jsonb_build_object(
-    'id', r.id, 'feature_id', r.feature_id,
-    'start_at', events_utc(lower(r.period)), 'end_at', events_utc(upper(r.period)), 'version', r.version)
+  SELECT 'source.deleted', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
   FROM old_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -96,10 +105,7 @@ BEGIN
     coalesce(
       (SELECT s.organisation FROM sources AS s WHERE s.id = p.source_id),
       (SELECT e.organisation FROM events AS e WHERE e.subject = p.source_id AND e.type LIKE 'source.%' ORDER BY e.txid DESC, e.seq DESC LIMIT 1)),
-    jsonb_build_object(
-      'source_id', p.source_id, 'other_id', p.other_id,
-      'overlap_m2', p.overlap_m2, 'overlap_ratio', p.overlap_ratio,
-      'start_at', events_utc(lower(p.overlap_period)), 'end_at', events_utc(upper(p.overlap_period)))
+    events_conflict_data(p.source_id, p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period)
   FROM new_rows AS p;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -114,10 +120,7 @@ BEGIN
     coalesce(
       (SELECT s.organisation FROM sources AS s WHERE s.id = p.source_id),
       (SELECT e.organisation FROM events AS e WHERE e.subject = p.source_id AND e.type LIKE 'source.%' ORDER BY e.txid DESC, e.seq DESC LIMIT 1)),
-    jsonb_build_object(
-      'source_id', p.source_id, 'other_id', p.other_id,
-      'overlap_m2', p.overlap_m2, 'overlap_ratio', p.overlap_ratio,
-      'start_at', events_utc(lower(p.overlap_period)), 'end_at', events_utc(upper(p.overlap_period)))
+    events_conflict_data(p.source_id, p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period)
   FROM old_rows AS p;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
