@@ -9,7 +9,7 @@ import { sql } from 'kysely'
 import { Value } from '@sinclair/typebox/value'
 import { ErrorSchema } from '../../src/errors.js'
 import { FILTER_LIMITS, checkFilter } from '../../src/features/filters/cql2.js'
-import { parseCql2Text } from '../../src/features/filters/cql2-text.grammar.js'
+import { TEXT_OFFSET, parseCql2Text, parseWhole } from '../../src/features/filters/cql2-text.grammar.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
 
 const ctx = await build(t)
@@ -331,6 +331,38 @@ t.test('fuzz: random text, JSON, nesting, numbers, Unicode and huge WKT never ma
   t.same([...statuses.keys()].sort(), [200, 400], `only 200 and 400: ${JSON.stringify(Object.fromEntries(statuses))}`)
   // The checker alone, on the same inputs: it never throws.
   for (const filter of texts) t.doesNotThrow(() => checkFilter(filter, 'cql2-text'))
+  // A filter parsed from its template (its numbers put into the parse of the text with zeros)
+  // is the filter parsed whole, offsets and errors included, on the fuzz's texts too.
+  // (Templates are for texts of up to 2,048 characters; the longer are parsed whole anyway.)
+  const short = texts.filter((text) => text.length <= 2048)
+  let differ = 0
+  for (const filter of short) if (withOffsets(parseCql2Text(filter)) !== withOffsets(parseWhole(filter))) differ++
+  t.equal(differ, 0, `${short.length} fuzz texts: parsed from a template as parsed whole`)
+})
+
+/** JSON of a parse with each node's TEXT_OFFSET shown, so that a comparison covers it. */
+const withOffsets = (parsed: unknown): string => JSON.stringify(parsed, (_key, value: unknown) =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && TEXT_OFFSET in value
+    ? { ...Object.fromEntries(Object.entries(value)), '@offset': (value as Record<symbol, unknown>)[TEXT_OFFSET] }
+    : value)
+
+t.test('a filter of a template already parsed: its own numbers, its own offsets; numbers in names and strings stay as written', async (t) => {
+  let seed = 7
+  const digit = () => String((seed = (seed * 31 + 17) % 997) % 10)
+  const renumber = (text: string): string => text.replace(/\d/g, digit)
+  const texts = [...CASES.map(([text]) => text),
+    "feature_id = 'a12' AND area_m2 BETWEEN -1 AND +2.5e3", 'x.5 = 1', '"p 1" = 2', 'area_m2 IN (1, .5, 3., -0)',
+    'S_WITHIN(geometry, MULTIPOINT(1 2, (3 4)))', 'S_INTERSECTS(geometry, POINT Z(1 2 3))', 'a-1 = 2', 'area_m2 = 1.5.3', 'area_m2 = --1', 'area_m2 > 1e400']
+  let differ = 0
+  for (const text of texts) {
+    for (const variant of [text, renumber(text), renumber(text)]) {
+      const [a, b] = [withOffsets(parseCql2Text(variant)), withOffsets(parseWhole(variant))]
+      if (a !== b) { differ++; t.fail(`${variant}: ${a} against ${b}`) }
+    }
+  }
+  t.equal(differ, 0, `${texts.length * 3} filters, each of them after its template was parsed`)
+  t.match(parseCql2Text("feature_id = 'a12' AND area_m2 < 7"), { json: { op: 'and', args: [{ args: [{ property: 'feature_id' }, 'a12'] }, { args: [{ property: 'area_m2' }, 7] }] } })
+  t.match(parseCql2Text('area_m2 > 1e400'), { syntax: { offset: 10, message: /out of range/ } })
 })
 
 t.test('queryables: JSON Schema 2020-12 of exactly the filterable properties, linked from the collection; conformance', async (t) => {

@@ -10,16 +10,11 @@
 import peggy from 'peggy'
 
 const GRAMMAR = String.raw`
-{
-  const at = options.at
-  function mark (node) { if (at !== undefined) node[at] = location().start.offset; return node }
+{{
+  // Built once with the parser (the tables below cost a third of a short filter's parse when
+  // they were built on every parse); the block after this one runs on every parse.
   function fold (op, head, tail) { return tail.length === 0 ? head : { op, args: [head, ...tail] } }
   function negate (not, node) { return not ? { op: 'not', args: [node] } : node }
-  function number (text) {
-    const n = Number(text)
-    if (!Number.isFinite(n)) error('the number ' + text + ' is out of range (beyond ±1.8e308)')
-    return n + 0
-  }
   const ESCAPES = { "'": "'", '\\': '\\', a: '\x07', b: '\b', t: '\t', n: '\n', v: '\v', f: '\f', r: '\r' }
   const FUNCTIONS = new Map([
     's_intersects', 's_equals', 's_disjoint', 's_touches', 's_within', 's_overlaps', 's_crosses', 's_contains',
@@ -35,6 +30,16 @@ const GRAMMAR = String.raw`
     'T_MEETS', 'T_METBY', 'T_OVERLAPPEDBY', 'T_OVERLAPS', 'T_STARTEDBY', 'T_STARTS', 'TIMESTAMP', 'TRUE'])
   // Keywords that are not function names: POINT(1) is a bad point, not an unknown function.
   const NOT_FUNCTIONS = new Set([...KEYWORDS].filter((k) => !/^[AST]_|^CASEI$|^ACCENTI$/.test(k)))
+}}
+{
+  const at = options.at
+  function mark (node) { if (at !== undefined) node[at] = offset(); return node }
+  function number (text) {
+    if (options.template) return { [options.template]: offset(), length: text.length }
+    const n = Number(text)
+    if (!Number.isFinite(n)) error('the number ' + text + ' is out of range (beyond ±1.8e308)')
+    return n + 0
+  }
 }
 
 Filter = _ @BooleanExpression _
@@ -194,6 +199,11 @@ function describe (error: peggy.parser.SyntaxError): string {
 
 /** The text parsed into CQL2 JSON (nodes carry TEXT_OFFSET), or where it stops making sense. */
 export function parseCql2Text (text: string): { json: unknown } | { syntax: Cql2SyntaxError } {
+  return fromTemplate(text) ?? parseWhole(text)
+}
+
+/** The text parsed as it stands, without templates (what parseCql2Text must equal). */
+export function parseWhole (text: string): { json: unknown } | { syntax: Cql2SyntaxError } {
   try {
     return { json: parser.parse(text, { at: TEXT_OFFSET }) as unknown }
   } catch (error) {
@@ -203,4 +213,112 @@ export function parseCql2Text (text: string): { json: unknown } | { syntax: Cql2
     }
     throw error
   }
+}
+
+// Templates. A filter's numbers do not change how it parses, and clients send the same filter
+// again and again with other numbers (a map panning: the same S_INTERSECTS with another BBOX).
+// A peggy parse builds its tables and rule functions anew on every call (~28 KB for a one-line
+// filter), so a filter is parsed once per template: its numbers replaced by zeros of the same
+// length (every offset stays where it was), parsed with each number left as a mark of where it
+// stood, and each filter of that template only copies the result with its own numbers put in.
+// A template is used only when the marks are exactly the numbers replaced; anything else (a
+// number inside a name or a string, one out of range, a syntax error) is parsed whole.
+const NUMBER_AT = Symbol('number at')
+type NumberMark = { [NUMBER_AT]: number, length: number }
+const NUMBER = /[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/y
+const TEMPLATES_MAX = 256
+const TEMPLATE_CHARACTERS_MAX = 2048
+const templates = new Map<string, { json: unknown, marks: number } | null>()
+
+/** The numbers of a text outside quotes and names, by offset; the text with each replaced by zeros. */
+function numbersOf (text: string): { template: string, numbers: Map<number, string> } {
+  const numbers = new Map<number, string>()
+  let template = ''
+  let from = 0
+  let i = 0
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    if (c === 0x27 || c === 0x22) { // a string, or a quoted name: to its closing quote ('' and \' stay inside)
+      i++
+      while (i < text.length && text.charCodeAt(i) !== c) i += text.charCodeAt(i) === 0x5c ? 2 : 1
+      i++
+    } else if ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f || c === 0x3a || c >= 0x80) {
+      // A name, with every character that may continue one (digits and dots too).
+      i++
+      while (i < text.length) {
+        const d = text.charCodeAt(i)
+        if ((d >= 0x30 && d <= 0x3a) || (d >= 0x41 && d <= 0x5a) || (d >= 0x61 && d <= 0x7a) || d === 0x5f || d === 0x2e || d >= 0x80) i++
+        else break
+      }
+    } else {
+      NUMBER.lastIndex = i
+      const m = NUMBER.exec(text)
+      if (m === null) { i++; continue }
+      numbers.set(i, m[0])
+      template += text.slice(from, i) + '0'.repeat(m[0].length)
+      i += m[0].length
+      from = i
+    }
+  }
+  return { template: template + text.slice(from), numbers }
+}
+
+function fromTemplate (text: string): { json: unknown } | undefined {
+  if (text.length > TEMPLATE_CHARACTERS_MAX) return undefined
+  const { template, numbers } = numbersOf(text)
+  if (numbers.size === 0) return undefined
+  let entry = templates.get(template)
+  if (entry === undefined) {
+    try {
+      const json = parser.parse(template, { at: TEXT_OFFSET, template: NUMBER_AT }) as unknown
+      entry = { json, marks: countMarks(json) }
+    } catch {
+      entry = null // not CQL2 as it stands: parsed whole, for the error's place and words
+    }
+    if (templates.size >= TEMPLATES_MAX) templates.delete(templates.keys().next().value as string)
+    templates.set(template, entry)
+  }
+  if (entry === null || entry.marks !== numbers.size) return undefined
+  const filled = fill(entry.json, numbers)
+  return filled === MISMATCH ? undefined : { json: filled }
+}
+
+const MISMATCH = Symbol('mismatch')
+const isMark = (node: object): node is NumberMark => NUMBER_AT in node
+
+function countMarks (node: unknown): number {
+  if (node === null || typeof node !== 'object') return 0
+  if (isMark(node)) return 1
+  let n = 0
+  for (const v of Array.isArray(node) ? node : Object.values(node)) n += countMarks(v)
+  return n
+}
+
+/** A copy of a template's JSON with each mark replaced by the number at its offset; MISMATCH when a mark is not one of them. */
+function fill (node: unknown, numbers: Map<number, string>): unknown {
+  if (node === null || typeof node !== 'object') return node
+  if (isMark(node)) {
+    const text = numbers.get(node[NUMBER_AT])
+    if (text?.length !== node.length) return MISMATCH
+    const n = Number(text)
+    return Number.isFinite(n) ? n + 0 : MISMATCH
+  }
+  if (Array.isArray(node)) {
+    const out = new Array<unknown>(node.length)
+    for (let i = 0; i < node.length; i++) {
+      const v = fill(node[i], numbers)
+      if (v === MISMATCH) return MISMATCH
+      out[i] = v
+    }
+    return out
+  }
+  const out: Record<string | symbol, unknown> = {}
+  for (const key in node) {
+    const v = fill((node as Record<string, unknown>)[key], numbers)
+    if (v === MISMATCH) return MISMATCH
+    out[key] = v
+  }
+  const at = (node as Record<symbol, unknown>)[TEXT_OFFSET]
+  if (at !== undefined) out[TEXT_OFFSET] = at
+  return out
 }
