@@ -232,23 +232,58 @@ function changeGuard (change: SourceChange) {
 const writer = (by: string) => sql`writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who)`
 
 /**
+ * The values of a change's UPDATE, each one a parameter, so that every change runs one SQL text
+ * (the fast path compiles it once: fast/sources-store.ts). null keeps what is stored; a null
+ * organisation is an admin's scope (every organisation's); null versions is `If-Match: *`.
+ */
+export type UpdateValues = {
+  id: string
+  organisation: string | null
+  versions: number[] | null
+  by: string
+  featureId: string | null
+  /** The new polygon as a one-member MultiPolygon's EWKB (db/ewkb.ts). */
+  geom: Buffer | null
+  startAt: string | null
+  endAt: string | null
+}
+
+export function updateValues (change: SourceChange, edit: SourceEdit): UpdateValues {
+  return {
+    id: change.id,
+    organisation: change.scope === 'all' ? null : change.scope.organisation,
+    versions: change.versions ?? null,
+    by: change.by,
+    featureId: edit.featureId ?? null,
+    geom: edit.rings === undefined ? null : multiPolygonEwkb([edit.rings]),
+    startAt: edit.startAt ?? null,
+    endAt: edit.endAt ?? null
+  }
+}
+
+/**
  * One UPDATE, one statement: the version check in its WHERE (so of two changes from one version,
  * the second re-checks the row it waited for and changes nothing), the writer named in the same
  * statement, and the source read back by RETURNING as GET returns it, but for its conflicts:
  * the AFTER trigger that writes them runs at the end of the statement, after RETURNING
- * (`conflicts` is null here; the store reads them). Undefined when nothing changed.
+ * (`conflicts` is null here; the store reads them).
  */
-export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<SourceRow | undefined> {
-  const geom = edit.rings === undefined ? sql`s.geom` : sql`ST_GeometryN(${multiPolygonEwkb([edit.rings])}::bytea::geometry, 1)`
-  const { rows } = await sql<SourceRow>`WITH ${writer(change.by)}
+export function updateSourceQuery (db: Db, v: UpdateValues) {
+  return sql<SourceRow>`WITH ${writer(v.by)}
     UPDATE sources AS s
-    SET feature_id = coalesce(${edit.featureId ?? null}::text, s.feature_id), geom = ${geom},
-      period = tstzrange(coalesce(${edit.startAt ?? null}::timestamptz, lower(s.period)), coalesce(${edit.endAt ?? null}::timestamptz, upper(s.period)), '[)')
-    FROM writer WHERE ${changeGuard(change)}
+    SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
+      period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)')
+    FROM writer
+    WHERE s.id = ${v.id} AND (${v.organisation}::text IS NULL OR s.organisation = ${v.organisation}::text)
+      AND (${v.versions}::int[] IS NULL OR s.version = any(${v.versions}::int[]))
     RETURNING s.id, s.feature_id, s.organisation, s.area_m2, s.version, ${stAsGeoJson(sql`s.geom`)} AS geometry,
       ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
-      ${isoUtc(sql`s.created_at`)} AS created_at, ${isoUtc(sql`s.updated_at`)} AS updated_at, NULL::json AS conflicts`.execute(db)
-  return rows[0]
+      ${isoUtc(sql`s.created_at`)} AS created_at, ${isoUtc(sql`s.updated_at`)} AS updated_at, NULL::json AS conflicts`
+}
+
+/** The change made (updateSourceQuery); undefined when nothing changed. */
+export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<SourceRow | undefined> {
+  return (await updateSourceQuery(db, updateValues(change, edit)).execute(db)).rows[0]
 }
 
 /** Deletes a source (its history stays in source_versions); the version its deletion is, or undefined when nothing was deleted. */

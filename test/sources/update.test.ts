@@ -11,6 +11,7 @@ const { app, db } = ctx
 const editorA = await session(ctx, 'editor', 'org-a')
 const viewerA = await session(ctx, 'viewer', 'org-a')
 const editorB = await session(ctx, 'editor', 'org-b')
+const admin = await session(ctx, 'admin', 'hq')
 
 let n = 0
 async function create (coordinates = square(10, 50), start = '2024-01-01T00:00:00Z', end = '2024-12-31T00:00:00Z'): Promise<string> {
@@ -130,6 +131,22 @@ t.test('two PATCHes with the same If-Match: one wins, the other gets 412', async
   ])
   t.same([a.statusCode, b.statusCode].sort(), [200, 412])
   t.equal((await get(id)).json().properties.version, 2)
+})
+
+t.test('If-Match: * and a list of tags; an admin changes any organisation\'s source, keeping it there', async (t) => {
+  const id = await create()
+  const any = await patch(id, { properties: { end_at: '2025-01-01' } }, { 'if-match': '*' })
+  t.equal(any.statusCode, 200, `If-Match: * matches the current version (${any.body.slice(0, 120)})`)
+  t.equal(any.json().properties.version, 2)
+  expectError(t, await patch(id, { properties: { end_at: '2025-02-01' } }, { 'if-match': 'W/"1", W/"3"' }), 412, 'PRECONDITION_FAILED')
+  const listed = await patch(id, { properties: { end_at: '2025-02-01' } }, { 'if-match': 'W/"1", W/"2"' })
+  t.equal(listed.statusCode, 200, 'a list naming the current version matches')
+  const byAdmin = await put(id, feature('by-admin', { coordinates: square(12, 52) }), { ...admin.headers, 'if-match': 'W/"3"' })
+  t.equal(byAdmin.statusCode, 200, byAdmin.body)
+  t.match(byAdmin.json(), { geometry: { coordinates: square(12, 52) }, properties: { feature_id: 'by-admin', version: 4, organisation: 'org-a' } })
+  expectError(t, await patch(id, { properties: { end_at: '2025-03-01' } }, { 'if-match': '*' }, editorB.headers), 404, 'NOT_FOUND')
+  const recorded = await sql<{ recorded_by: string }>`SELECT recorded_by FROM source_versions WHERE source_id = ${id} AND version = 4`.execute(db)
+  t.match(recorded.rows[0]?.recorded_by, /@/, 'the admin\'s e-mail recorded')
 })
 
 t.test('versions, newest first, paged; a SQL UPDATE is versioned with the role; as_of between versions', async (t) => {
