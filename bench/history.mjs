@@ -133,12 +133,13 @@ async function pick (k) {
   await loadVersions(ns)
   return ns
 }
-// `prepare(n)`: the request body for source n, made before the round for its first 3,000
-// requests (more than a round sends), so that the client's JSON.stringify of a 500-vertex
-// polygon (~0.19 ms) is not timed as the service's, as pgbench's parameters are ready at once.
+// `prepare(n)`: the request body for source n, made before the round for its first 600 a
+// second of BENCH_DURATION (three times what a round of PUTs sends here), so that the client's
+// JSON.stringify of a 500-vertex polygon (~0.19 ms) is not timed as the service's, as pgbench's
+// parameters are ready at once.
 async function changeRound (name, send, prepare = () => undefined) {
   const ns = await pick(20_000)
-  const bodies = new Map(ns.slice(0, 3000).map((n) => [n, prepare(n)]))
+  const bodies = new Map(ns.slice(0, 600 * DURATION).map((n) => [n, prepare(n)]))
   return await service1(name, 200, async (i) => {
     const n = ns[i % ns.length]
     const id = idOf(n)

@@ -17,7 +17,7 @@ import { compiledListing } from './listing.js'
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
 const updateOne = compileOnce<UpdateValues, SourceRow>({
-  id: placeholder('id'), organisation: placeholder('organisation'), versions: [], by: placeholder('by'),
+  id: placeholder('id'), scope: placeholder('scope') as UpdateValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by'),
   featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
 }, (v) => ({ compile: () => updateSourceQuery(queryBuilder, v).compile(queryBuilder) }))
 

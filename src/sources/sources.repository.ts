@@ -233,11 +233,13 @@ const writer = (by: string) => sql`writer AS (SELECT set_config('source_registry
 
 /**
  * The values of a change's UPDATE, each one a parameter, so that every change runs one SQL text
- * (the fast path compiles it once: fast/sources-store.ts). null keeps what is stored; a null
- * organisation is an admin's scope (every organisation's); null versions is `If-Match: *`.
+ * (the fast path compiles it once: fast/sources-store.ts). null keeps what is stored; null
+ * versions is `If-Match: *`. The scope is named, not implied by a missing organisation, so that
+ * a missing one matches nothing.
  */
 export type UpdateValues = {
   id: string
+  scope: 'all' | 'organisation'
   organisation: string | null
   versions: number[] | null
   by: string
@@ -251,6 +253,7 @@ export type UpdateValues = {
 export function updateValues (change: SourceChange, edit: SourceEdit): UpdateValues {
   return {
     id: change.id,
+    scope: change.scope === 'all' ? 'all' : 'organisation',
     organisation: change.scope === 'all' ? null : change.scope.organisation,
     versions: change.versions ?? null,
     by: change.by,
@@ -274,7 +277,7 @@ export function updateSourceQuery (db: Db, v: UpdateValues) {
     SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
       period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)')
     FROM writer
-    WHERE s.id = ${v.id} AND (${v.organisation}::text IS NULL OR s.organisation = ${v.organisation}::text)
+    WHERE s.id = ${v.id} AND (${v.scope}::text = 'all' OR s.organisation = ${v.organisation}::text)
       AND (${v.versions}::int[] IS NULL OR s.version = any(${v.versions}::int[]))
     RETURNING s.id, s.feature_id, s.organisation, s.area_m2, s.version, ${stAsGeoJson(sql`s.geom`)} AS geometry,
       ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
