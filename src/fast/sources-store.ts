@@ -80,7 +80,7 @@ export function fastSourceStore (db: Kysely<Database>, opts: FastOptions): Sourc
       return outcome.conflicts
     },
     // PUT and PATCH: the plain store's two statements, compiled once (building them with Kysely
-    // on every change cost ~0.2 ms of a change's ~5 ms; docs/performance.md).
+    // on every change is a measurable share of it: docs/performance.md).
     update: async (change, edit) => {
       const row = (await db.executeQuery(updateOne(updateValues(change, edit)))).rows[0]
       if (row !== undefined) row.conflicts = conflictsById((await db.executeQuery(conflictsByIds({ ids: [row.id] }))).rows).get(row.id)?.conflicts ?? null

@@ -11,8 +11,8 @@ import peggy from 'peggy'
 
 const GRAMMAR = String.raw`
 {{
-  // Built once with the parser (the tables below cost a third of a short filter's parse when
-  // they were built on every parse); the block after this one runs on every parse.
+  // Built once with the parser, not on every parse (they were a large share of a short
+  // filter's parse: docs/performance.md); the block after this one runs on every parse.
   function fold (op, head, tail) { return tail.length === 0 ? head : { op, args: [head, ...tail] } }
   function negate (not, node) { return not ? { op: 'not', args: [node] } : node }
   const ESCAPES = { "'": "'", '\\': '\\', a: '\x07', b: '\b', t: '\t', n: '\n', v: '\v', f: '\f', r: '\r' }
@@ -217,10 +217,10 @@ export function parseWhole (text: string): { json: unknown } | { syntax: Cql2Syn
 
 // Templates. A filter's numbers do not change how it parses, and clients send the same filter
 // again and again with other numbers (a map panning: the same S_INTERSECTS with another BBOX).
-// A peggy parse builds its tables and rule functions anew on every call (~28 KB for a one-line
-// filter), so a filter is parsed once per template: its numbers replaced by zeros of the same
-// length (every offset stays where it was), parsed with each number left as a mark of where it
-// stood, and each filter of that template only copies the result with its own numbers put in.
+// A peggy parse builds its tables and rule functions anew on every call, so a filter is parsed
+// once per template: its numbers replaced by zeros of the same length (every offset stays where
+// it was), parsed with each number left as a mark of where it stood, and each filter of that
+// template only copies the result with its own numbers put in.
 // A template is used only when the marks are exactly the numbers replaced; anything else (a
 // number inside a name or a string, one out of range, a syntax error) is parsed whole.
 const NUMBER_AT = Symbol('number at')
