@@ -1,7 +1,8 @@
 // The sources store on the fast path: the plain store (sources/sources.store.ts) with concurrent
 // reads and writes batched (batcher.ts); GET, listings and a change's UPDATE and conflicts read
-// compiled once (compiled-query.ts); deletes and history are the plain store's. Chosen in app.ts when DB_FAST_PATH is on; the answers are the same as the
-// plain store's (test/sources runs both). What it does not override is the plain store's.
+// compiled once (compiled-query.ts); deletes and history are the plain store's. Chosen in app.ts
+// when DB_FAST_PATH is on; the answers are the same as the plain store's (test/sources runs
+// both).
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import { type SourceStore, plainSourceStore } from '../sources/sources.store.js'
@@ -19,7 +20,7 @@ const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflic
 const updateOne = compileOnce<UpdateValues, SourceRow>({
   id: placeholder('id'), scope: placeholder('scope') as UpdateValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by'),
   featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
-}, (v) => ({ compile: () => updateSourceQuery(queryBuilder, v).compile(queryBuilder) }))
+}, (v) => ({ compile: () => updateSourceQuery(v).compile(queryBuilder) }))
 
 export interface FastOptions {
   readsInFlight: number

@@ -271,7 +271,7 @@ export function updateValues (change: SourceChange, edit: SourceEdit): UpdateVal
  * the AFTER trigger that writes them runs at the end of the statement, after RETURNING
  * (`conflicts` is null here; the store reads them).
  */
-export function updateSourceQuery (db: Db, v: UpdateValues) {
+export function updateSourceQuery (v: UpdateValues) {
   return sql<SourceRow>`WITH ${writer(v.by)}
     UPDATE sources AS s
     SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
@@ -286,7 +286,7 @@ export function updateSourceQuery (db: Db, v: UpdateValues) {
 
 /** The change made (updateSourceQuery); undefined when nothing changed. */
 export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<SourceRow | undefined> {
-  return (await updateSourceQuery(db, updateValues(change, edit)).execute(db)).rows[0]
+  return (await updateSourceQuery(updateValues(change, edit)).execute(db)).rows[0]
 }
 
 /** Deletes a source (its history stays in source_versions); the version its deletion is, or undefined when nothing was deleted. */
