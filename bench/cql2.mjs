@@ -68,7 +68,7 @@ function load (paths) {
 // pgbench on the service's own statements, compiled by its build, parameters as variables.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgDir = tempDir('bench-cql2-pgbench-')
-const { compileByShape, queryBuilder } = await import('../dist/fast/compiled-query.js')
+const { compileByShape, queryBuilder } = await import('../dist/db/compiled-query.js')
 const listing = await import('../dist/sources/sources.listing.js')
 const { checkFilter } = await import('../dist/features/filters/cql2.js')
 const page = { sort: { field: 'id', descending: false }, limit: 100 }

@@ -162,7 +162,7 @@ function load (target, paths, client = 'wrk') {
 // them, with its parameters as pgbench variables.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgDir = tempDir('bench-features-pgbench-')
-const { compileByShape, queryBuilder } = await import('../dist/fast/compiled-query.js')
+const { compileByShape, queryBuilder } = await import('../dist/db/compiled-query.js')
 const repository = await import('../dist/sources/sources.repository.js')
 // `vars` maps each parameter's value in `input` to the pgbench expression that stands for it.
 // pgbench reads ":name" as a variable, so each single colon (all are in string literals, such as

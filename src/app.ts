@@ -13,8 +13,7 @@ import { ApiError, ErrorBodySchemas, errorResponses } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
 import { OPENAPI_MEDIA_TYPE, sentAs, swaggerOptions } from './http/openapi.js'
-import { fastSourceStore } from './fast/sources-store.js'
-import { plainSourceStore } from './sources/sources.store.js'
+import { sourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -145,11 +144,10 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
     windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
   })
-  // The plain path, or the same answers with batching and compiled queries (src/fast/); with
+  // One store per database, batching concurrent requests unless DB_FAST_PATH is off; with
   // DATABASE_REPLICA_URLS, one per replica too, reads routed among them (ops/replica-store.ts).
-  const storeOn = (on: Kysely<Database>) => config.DB_FAST_PATH
-    ? fastSourceStore(on, { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES })
-    : plainSourceStore(on)
+  const batching = config.DB_FAST_PATH ? { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES } : undefined
+  const storeOn = (on: Kysely<Database>) => sourceStore(on, batching)
   const replicas = await openReplicas(config, db, metrics, app.log)
   const sources = countedSourceStore(replicas === undefined ? storeOn(db) : replicaSourceStore(storeOn(db), replicas, (r) => storeOn(r.db)), metrics)
 

@@ -4,7 +4,7 @@
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Database } from './database.js'
-import { PreparingClient } from '../fast/prepared-client.js'
+import { PreparingClient } from './prepared-client.js'
 
 export interface ConnectOptions {
   url: string

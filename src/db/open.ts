@@ -16,7 +16,7 @@ export interface OpenedDatabase {
   tookOverFromPid?: number
 }
 
-export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_FAST_PATH' | 'DB_POOL_MODE'>
+export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_POOL_MODE'>
 
 export interface OpenOptions {
   /** Embedded: create the database when there is none (default); false says there is none instead. */
@@ -36,7 +36,7 @@ export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = 
       statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
       // Named prepared statements outlive a transaction: behind a transaction pooler another
       // client's session would meet them ("prepared statement … already exists").
-      preparedStatements: config.DB_FAST_PATH && config.DB_POOL_MODE === 'session',
+      preparedStatements: config.DB_POOL_MODE === 'session',
       transactionPooler: config.DB_POOL_MODE === 'transaction',
       onPoolError: opts.onPoolError
     })

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { parseDateTime } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.listing.js'
+import { property } from '../sources/source-properties.js'
 
 interface CursorBody { v: string, i: string, q: string }
 
@@ -30,9 +31,19 @@ export function decodeCursor (cursor: string, digest: string, field: SortField):
     return 'is not a cursor of this service: follow the next link as given'
   }
   if (q !== digest) return 'belongs to another query (other filters or order): start again without it'
-  // A date as the service writes them, and a real one: a cursor is not signed (its digest only
-  // binds it to a query), so 2024-02-30 must be refused here rather than by PostgreSQL.
-  if (field !== 'id' && (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(v) || typeof parseDateTime(v) === 'string')) return 'is not a cursor of this service: follow the next link as given'
-  if (field === 'id' && !/^src_[0-9A-Za-z]{1,64}$/.test(v)) return 'is not a cursor of this service: follow the next link as given'
-  return { value: v, id: i }
+  return sortValueProblem(field, v) ? 'is not a cursor of this service: follow the next link as given' : { value: v, id: i }
+}
+
+/**
+ * Whether a cursor's sort value is not one the service writes for this key: a cursor is not
+ * signed (its digest only binds it to a query), so 2024-02-30 or a number out of range must be
+ * refused here rather than by PostgreSQL.
+ */
+function sortValueProblem (field: SortField, v: string): boolean {
+  switch (property(field).type) {
+    case 'timestamp': return !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/.test(v) || typeof parseDateTime(v) === 'string'
+    case 'integer': return !/^-?\d{1,18}$/.test(v)
+    case 'number': return !/^-?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i.test(v) || !Number.isFinite(Number(v))
+    default: return field === 'id' ? !/^src_[0-9A-Za-z]{1,64}$/.test(v) : v.includes('\u0000')
+  }
 }

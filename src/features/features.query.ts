@@ -5,11 +5,12 @@ import type { ErrorDetail } from '../errors.js'
 import { parseDateTime } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
+import { SORTABLE } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
-export const SORT_FIELDS: readonly SortField[] = ['id', 'created_at', 'start_at', 'end_at']
+export const SORT_FIELDS: readonly SortField[] = SORTABLE
 
 export interface ItemsQuery {
   bbox?: string

@@ -18,16 +18,15 @@ import { featureOf } from '../sources/rejections.js'
 import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
 import { createSources } from '../sources/sources.routes.js'
-import {
-  CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, SourceOrVersionSchema,
-  VersionsResponseSchema, featureCollectionSchema
-} from '../sources/sources.schema.js'
+import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, featureCollectionSchema } from '../sources/sources.schema.js'
+import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
+import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-properties.js'
 import { OPENAPI_MEDIA_TYPE, headerDoc, noBody, sentAs } from '../http/openapi.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
 import { parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
-  QUERYABLE_PROPERTIES, QueryablesSchema, SOURCE_PROPERTIES_SCHEMA
+  QueryablesSchema
 } from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
@@ -179,7 +178,11 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
       security: SECURITY,
       response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
     }
-  }, async (_request, reply) => reply.type('application/schema+json').send(SOURCE_PROPERTIES_SCHEMA))
+  }, async (_request, reply) => {
+    // $schema and $id are members the response schema types as additional strings (PropertiesSchemaSchema).
+    const untyped: FastifyReply = reply
+    return untyped.type(SCHEMA_JSON).send({ $schema: 'https://json-schema.org/draft/2020-12/schema', $id: 'sources', ...PROPERTIES_DOCUMENT })
+  })
 
   app.get('/collections/sources/queryables', {
     onRequest: [app.authenticate],

@@ -2,7 +2,9 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
-import { SourceFeatureSchema, SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
+import { SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
+import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
+import { SORTABLE } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
@@ -58,7 +60,7 @@ export const ItemsQuerySchema = Type.Object({
   bbox: param('minLon,minLat,maxLon,maxLat in CRS84; minLon > maxLon crosses the antimeridian. A source matches when its area intersects the box.'),
   datetime: param('An RFC 3339 instant, or an interval a/b, ../b, a/.. (".." or nothing for an open end). A source matches when its period [start_at, end_at) intersects it.'),
   cursor: param('Opaque position of the next page, from a next link.'),
-  sortby: param('id, created_at, start_at or end_at, with "-" in front for descending (default id).'),
+  sortby: param(`${SORTABLE.join(', ')}, with "-" in front for descending (default id).`),
   feature_id: param('The client\'s own feature id, exactly.'),
   organisation: param('Admins only: the sources of one organisation.'),
   conflict: param('true: only sources in conflict with another (of any organisation); false: only sources without one.'),
@@ -69,18 +71,6 @@ export const ItemsQuerySchema = Type.Object({
 }, { additionalProperties: false })
 
 export const ItemParamsSchema = Type.Object({ id: SourceIdSchema })
-
-/** The JSON Schema of a feature's properties (describedBy), so clients get typed fields. */
-export const SOURCE_PROPERTIES_SCHEMA = {
-  $schema: 'https://json-schema.org/draft/2020-12/schema',
-  $id: 'sources',
-  title: 'sources',
-  type: 'object' as const,
-  properties: Object.fromEntries(Object.entries(SourceFeatureSchema.properties.properties.properties).map(([name, schema]) => {
-    const s = schema as { type: string, description?: string, pattern?: string }
-    return [name, { type: s.type, ...(s.pattern?.includes('T') === true ? { format: 'date-time' } : {}), ...(s.description ? { description: s.description } : {}) }]
-  }))
-}
 
 const QueryableSchema = Type.Object({
   title: Type.String(),
@@ -106,22 +96,6 @@ export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
     additionalProperties: { const: false }
   }
 })
-
-const timestamp = (title: string, description: string) => ({ title, description, type: 'string', format: 'date-time' })
-
-/** The queryables, each as a filter sees it (sources/filter.sql.ts QUERYABLE_TYPES gives the same names and types). */
-export const QUERYABLE_PROPERTIES = {
-  id: { title: 'Source id', description: 'The id the registry gave the source (src_…).', type: 'string' },
-  feature_id: { title: 'Feature id', description: 'The client\'s own feature id.', type: 'string' },
-  start_at: timestamp('Start', 'The first instant of the validity period.'),
-  end_at: timestamp('End', 'The end of the validity period, the first instant after it: the period is [start_at, end_at). INTERVAL(start_at, end_at) is the CQL2 interval of the two values, closed at both ends.'),
-  created_at: timestamp('Created', 'When the source was registered.'),
-  updated_at: timestamp('Updated', 'When its current version was written (created_at for version 1).'),
-  version: { title: 'Version', description: 'Its version number: 1 when created, one more at every change.', type: 'integer' },
-  area_m2: { title: 'Area (m²)', description: 'The area on the WGS 84 ellipsoid, in square metres.', type: 'number' },
-  conflict: { title: 'In conflict', description: 'Whether the source conflicts with another (of any organisation).', type: 'boolean' },
-  geometry: { title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' }
-}
 
 export const ItemReadQuerySchema = Type.Object({ as_of: SourceReadQuerySchema.properties.as_of })
 export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor }, { additionalProperties: false })

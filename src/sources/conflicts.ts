@@ -5,9 +5,9 @@
 import { ApiError, type ErrorDetail } from '../errors.js'
 import type { ConflictWith } from './sources.schema.js'
 import { conflictsOf } from './source-feature.js'
-import type { ConflictsById, NewSource, SourceRow } from './sources.repository.js'
+import type { ConflictList, ConflictsById, NewSource } from './sources.repository.js'
 
-const NONE: Pick<SourceRow, 'conflicts'> = { conflicts: null }
+const NONE: ConflictList = { conflicts: null }
 
 /** A stored source's conflicts as the 201 lists them: ids, and the total beyond 100. */
 export function conflictIds (conflicts: ConflictsById, id: string): { conflicts: string[], conflicts_total?: number } {

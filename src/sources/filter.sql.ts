@@ -8,28 +8,25 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../db/database.js'
 import type { SearchBox } from './search-box.js'
+import { propertiesWhere, sourceRow, valueOf } from './source-properties.js'
 
-/** The queryables a filter may name, and the type of each. */
-export const QUERYABLE_TYPES = {
-  id: 'string',
-  feature_id: 'string',
-  start_at: 'timestamp',
-  end_at: 'timestamp',
-  created_at: 'timestamp',
-  updated_at: 'timestamp',
-  version: 'number',
-  area_m2: 'number',
-  conflict: 'boolean',
-  geometry: 'geometry'
-} as const
-export type Queryable = keyof typeof QUERYABLE_TYPES
-export type ScalarProperty = Exclude<Queryable, 'geometry'>
-export type InstantProperty = 'start_at' | 'end_at' | 'created_at' | 'updated_at'
+/** A queryable's type as a filter sees it. */
+export type QueryableType = 'string' | 'number' | 'boolean' | 'timestamp' | 'geometry'
+
+/** The queryables a filter may name (source-properties.ts), and the type of each. */
+export const QUERYABLE_TYPES: Readonly<Record<string, QueryableType>> = Object.freeze(Object.fromEntries(propertiesWhere((p) => p.queryable)
+  .map(([name, p]) => [name, p.type === 'integer' || p.type === 'number' ? 'number' : p.type as QueryableType])))
+/** A queryable's name (a key of QUERYABLE_TYPES). */
+export type Queryable = string
+/** A queryable other than geometry. */
+export type ScalarProperty = string
+/** A queryable of type timestamp. */
+export type InstantProperty = string
 
 /** A scalar operand: a property, or a literal (a timestamp as RFC 3339 UTC text). */
 export type Scalar = { property: ScalarProperty } | { text: string } | { number: number } | { timestamp: string } | { boolean: boolean }
 /** A geometry operand: the source's area, WKT in CRS84, or a BBOX as boxes (two across the antimeridian). */
-export type Geom = { property: 'geometry' } | { wkt: string } | { boxes: SearchBox[] }
+export type Geom = { property: string } | { wkt: string } | { boxes: SearchBox[] }
 /** An instant: a property, or a timestamp (or '-infinity' / 'infinity' for an open end). */
 export type Instant = { property: InstantProperty } | { timestamp: string }
 /** A temporal operand: an instant, or a closed interval [begin, end]. */
@@ -55,22 +52,12 @@ export type FilterExpr =
 /** The keys of a FilterExpr whose string values are its shape rather than parameters. */
 export const FILTER_SHAPE_KEYS = ['op', 'cmp', 'relation', 'property']
 
-const CONFLICT = sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = sources.id)`
-
-const SCALAR_PROPERTIES: Record<ScalarProperty, RawBuilder<unknown>> = {
-  id: sql`sources.id`,
-  feature_id: sql`sources.feature_id`,
-  start_at: sql`lower(sources.period)`,
-  end_at: sql`upper(sources.period)`,
-  created_at: sql`sources.created_at`,
-  updated_at: sql`sources.updated_at`,
-  version: sql`sources.version`,
-  area_m2: sql`sources.area_m2`,
-  conflict: CONFLICT
-}
+/** The row a filter tests: the `sources` relation of a listing. */
+const ROW = sourceRow('sources')
+const CONFLICT = valueOf('conflict', ROW) as RawBuilder<boolean>
 
 function scalar (s: Scalar): RawBuilder<unknown> {
-  if ('property' in s) return SCALAR_PROPERTIES[s.property]
+  if ('property' in s) return valueOf(s.property, ROW)
   if ('text' in s) return sql`${s.text}::text`
   if ('number' in s) return sql`${s.number}::float8`
   if ('timestamp' in s) return sql`${s.timestamp}::timestamptz`
@@ -85,7 +72,7 @@ function envelope ({ west, south, east, north }: SearchBox): RawBuilder<unknown>
 
 /** A literal geometry, made once per statement (an InitPlan), not once per row. */
 function geometry (g: Geom): RawBuilder<unknown> {
-  if ('property' in g) return sql`sources.geom`
+  if ('property' in g) return valueOf(g.property, ROW)
   if ('wkt' in g) return sql`(SELECT ST_GeomFromText(${g.wkt}::text, 4326))`
   const [first, second] = g.boxes as [SearchBox, SearchBox | undefined]
   return second === undefined ? envelope(first) : sql`ST_Collect(${envelope(first)}, ${envelope(second)})`
@@ -113,17 +100,10 @@ function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox
   // Every relation but disjoint needs the bounding boxes to meet: that test is the index's.
   if (relation === 'disjoint' || !('property' in a || 'property' in b) || ('property' in a && 'property' in b)) return exact
   const literal = 'property' in a ? geometry(b) : geometry(a)
-  return sql<boolean>`(sources.geom && ${literal} AND ${exact})`
+  return sql<boolean>`(${ROW.geom} && ${literal} AND ${exact})`
 }
 
-const INSTANT_PROPERTIES: Record<InstantProperty, RawBuilder<unknown>> = {
-  start_at: sql`lower(sources.period)`,
-  end_at: sql`upper(sources.period)`,
-  created_at: sql`sources.created_at`,
-  updated_at: sql`sources.updated_at`
-}
-
-const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? INSTANT_PROPERTIES[i.property] : sql`${i.timestamp}::timestamptz`
+const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? valueOf(i.property, ROW) : sql`${i.timestamp}::timestamptz`
 const bounds = (t: Temporal): [Instant, Instant] => 'at' in t ? [t.at, t.at] : [t.begin, t.end]
 
 /**
@@ -161,7 +141,7 @@ function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal]): 
   // period (half-open, whole microseconds) overlapping [b - 1 µs, e]: a test sources_period_gist answers.
   const other = isPeriod(t1) && isConstant(t2) ? [b2, e2] : isPeriod(t2) && isConstant(t1) ? [b1, e1] : undefined
   if (other === undefined) return exact
-  const overlap = sql<boolean>`sources.period && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
+  const overlap = sql<boolean>`${ROW.period} && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
   // For T_INTERSECTS that overlap is the relation itself, and the index alone answers it.
   return relation === 'intersects' ? overlap : sql<boolean>`(${overlap} AND ${exact})`
 }

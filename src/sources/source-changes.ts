@@ -13,8 +13,9 @@ import type { Scope } from '../db/database.js'
 import { parseDateTime } from './datetime.js'
 import { checkFeatureCollection, checkRings } from './geojson.js'
 import { explainRejection } from './rejections.js'
-import { etagOf, featureJson, versionFeature } from './source-feature.js'
-import { PolygonSchema, SourceFeatureSchema, type FeatureInput, type VersionsResponse } from './sources.schema.js'
+import { etagOf, versionFeature } from './source-feature.js'
+import { PolygonSchema, type FeatureInput } from './sources.schema.js'
+import { SourceFeatureSchema, type VersionsResponse } from './source-feature.schema.js'
 import type { NewSource, SourceEdit, SourceRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
 
@@ -123,7 +124,9 @@ export function patchEdit (patch: unknown): SourceEdit {
 
 /** The source as the Feature a PUT would send: what a merge patch applies to. */
 function asInput (row: SourceRow): FeatureInput {
-  return { type: 'Feature', id: row.feature_id, properties: { start_at: row.start_at, end_at: row.end_at }, geometry: JSON.parse(row.geometry) }
+  const feature = JSON.parse(row.feature) as { geometry: FeatureInput['geometry'], properties: { feature_id: string, start_at: string, end_at: string } }
+  const { feature_id: featureId, start_at: startAt, end_at: endAt } = feature.properties
+  return { type: 'Feature', id: featureId, properties: { start_at: startAt, end_at: endAt }, geometry: feature.geometry }
 }
 
 /**
@@ -242,18 +245,18 @@ export async function readSource (store: SourceStore, request: FastifyRequest, r
     const version = await store.versionAt(id, scope, asOfInstant(asOf))
     if (version === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id} at ${asOf}.`)
     if (version.operation === 'delete') throw new ApiError('GONE', `Source ${id} had been deleted by ${asOf} (at ${version.recorded_at}).`, { fields: { deleted_at: version.recorded_at, version: version.version } })
-    return reply.header('etag', etagOf(version.version)).type('application/geo+json').send(JSON.stringify(versionFeature(version)))
+    return reply.header('etag', etagOf(version.version)).type('application/geo+json').send(version.feature)
   }
   const row = await store.find(id, scope)
   if (row === undefined) throw await missing(store, id, scope)
   void reply.header('etag', etagOf(row.version))
   if (notModified(request, row.version)) return reply.code(304).send()
-  return reply.type('application/geo+json').send(featureJson(row))
+  return reply.type('application/geo+json').send(row.feature)
 }
 
 /** A source after a change, as GET sends it, with its ETag. */
 export function sendSource (reply: FastifyReply, row: SourceRow): FastifyReply {
-  return reply.header('etag', etagOf(row.version)).type('application/geo+json').send(featureJson(row))
+  return reply.header('etag', etagOf(row.version)).type('application/geo+json').send(row.feature)
 }
 
 /** A page of a source's versions, newest first; `self` is the URL asked for (the next link keeps its query). */
@@ -271,7 +274,7 @@ export async function versionsPage (store: SourceStore, scope: Scope, id: string
   }
   return {
     id,
-    versions: shown.map((r) => ({ version: r.version, operation: r.operation, recorded_at: r.recorded_at, recorded_by: r.recorded_by, feature: versionFeature(r) })),
+    versions: shown.map((r) => ({ version: r.version, operation: r.operation, recorded_at: r.recorded_at, recorded_by: r.recorded_by, feature: versionFeature(r.feature) })),
     links,
     numberReturned: shown.length
   }

@@ -1,15 +1,19 @@
 // Listing (OGC API – Features items): filters, a stable order and keyset paging. Each query is
 // built from one ListInput, by a function of (db, input) alone: whether a filter is present, the
 // sort and the number of boxes decide its SQL text, and every string and number in the input is
-// a parameter, so src/fast compiles each shape once (compileByShape).
-import { type Compilable, type Expression, type RawBuilder, sql } from 'kysely'
+// a parameter, so the store compiles each shape once (db/compiled-query.ts compileByShape).
+import { type Compilable, type RawBuilder, sql } from 'kysely'
 import type { Db, Scope } from '../db/database.js'
-import { isoUtc, stAsGeoJson } from '../db/postgis.js'
+import { isoUtc } from '../db/postgis.js'
 import { INNER_MARGIN, type SearchBox } from './search-box.js'
-import { CONFLICTS_LISTED } from './sources.repository.js'
 import { FILTER_SHAPE_KEYS, type FilterExpr, filterSql, hasSpatial } from './filter.sql.js'
+import { conflictSummary, conflictsJoin, featureText, property, sourceRow, valueOf } from './source-properties.js'
 
-export type SortField = 'id' | 'created_at' | 'start_at' | 'end_at'
+/** A sortable property's name (source-properties.ts SORTABLE). */
+export type SortField = string
+
+/** The `sources` relation of a listing's queries. */
+const ROW = sourceRow('sources')
 
 export interface ListFilter {
   /** A bbox as one box, or two when it crosses the antimeridian (searchBoxes). */
@@ -37,12 +41,8 @@ export interface ListInput { scope: Scope, filter: ListFilter, page: ListPage, c
 /** The keys of a ListInput whose (string) values decide the SQL text rather than being parameters. */
 export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field', ...FILTER_SHAPE_KEYS]
 
-const SORT_EXPRESSIONS: Record<SortField, RawBuilder<string>> = {
-  id: sql<string>`id`,
-  created_at: sql<string>`created_at`,
-  start_at: sql<string>`lower(period)`,
-  end_at: sql<string>`upper(period)`
-}
+/** The SQL type of a sort key, which a cursor's value is cast to. */
+const SORT_CASTS: Record<string, RawBuilder<unknown>> = { string: sql`::text`, timestamp: sql`::timestamptz`, integer: sql`::int8`, number: sql`::float8` }
 
 /**
  * A page of a listing as one row: its Features as JSON text joined by commas (null when none),
@@ -58,11 +58,10 @@ export interface ListedPage {
   last_id: string | null
 }
 
-const SORT_VALUES: Record<SortField, RawBuilder<string>> = {
-  id: sql<string>`sources.id`,
-  created_at: isoUtc(sql`sources.created_at`),
-  start_at: isoUtc(sql`lower(sources.period)`),
-  end_at: isoUtc(sql`upper(sources.period)`)
+/** A sort key's value as a cursor keeps it: the API's own string for it. */
+function sortValue (field: SortField): RawBuilder<string> {
+  const value = valueOf(field, ROW)
+  return property(field).type === 'timestamp' ? isoUtc(value) : sql<string>`(${value})::text`
 }
 
 function envelope (west: unknown, south: unknown, east: unknown, north: unknown, margin = 0) {
@@ -84,7 +83,7 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
   if (filter.organisation !== undefined) q = q.where('organisation', '=', filter.organisation)
   if (filter.featureId !== undefined) q = q.where('feature_id', '=', filter.featureId)
   if (filter.conflict !== undefined) {
-    const any = sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = sources.id)`
+    const any = valueOf('conflict', ROW) as RawBuilder<boolean>
     q = q.where(filter.conflict ? any : sql<boolean>`NOT ${any}`)
   }
   const { boxes, datetime } = filter
@@ -99,7 +98,7 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
 }
 
 function pageOrder (page: ListPage) {
-  const key = SORT_EXPRESSIONS[page.sort.field]
+  const key = valueOf(page.sort.field, ROW)
   const direction = page.sort.descending ? sql`DESC` : sql`ASC`
   return { key, direction }
 }
@@ -128,7 +127,7 @@ export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
   let ids = filtered(db, scope, filter).select(['id', key.as('sort_key')])
   const after = page.after
   if (after !== undefined) {
-    const cast = page.sort.field === 'id' ? sql`::text` : sql`::timestamptz`
+    const cast = SORT_CASTS[property(page.sort.field).type]
     ids = page.sort.descending
       ? ids.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
       : ids.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
@@ -153,8 +152,8 @@ const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compil
 
 /** The sources of a page (ids and sort keys, limit + 1 of them), numbered n in the page's order. */
 function pageSources (page: RawBuilder<unknown>, listPage: ListPage) {
-  return sql`SELECT s.id, s.feature_id, s.organisation, s.geom, s.period, s.created_at, s.updated_at, s.version, s.area_m2,
-      row_number() OVER (ORDER BY ${keyOrder('page.', listPage)}) AS n
+  // Every column: the properties' values are computed from them (source-properties.ts).
+  return sql`SELECT s.*, row_number() OVER (ORDER BY ${keyOrder('page.', listPage)}) AS n
     FROM sources AS s JOIN ${page} AS page ON page.id = s.id`
 }
 
@@ -162,10 +161,10 @@ function pageSources (page: RawBuilder<unknown>, listPage: ListPage) {
 function aggregatedPage (rows: RawBuilder<unknown>, page: ListPage, more: RawBuilder<unknown> = sql``) {
   const shown = sql`sources.n <= ${page.limit}`
   const lastOf = (value: RawBuilder<string>) => sql`(array_agg(${value} ORDER BY sources.n DESC) FILTER (WHERE ${shown}))[1]`
-  return sql<ListedPage>`SELECT string_agg(${featureText()}, ',' ORDER BY sources.n) FILTER (WHERE ${shown}) AS features,
+  return sql<ListedPage>`SELECT string_agg(${featureText(ROW, conflictSummary('conflicts'))}, ',' ORDER BY sources.n) FILTER (WHERE ${shown}) AS features,
     count(*) FILTER (WHERE ${shown}) AS returned, count(*) > ${page.limit} AS more,
-    ${lastOf(SORT_VALUES[page.sort.field])} AS last_sort_value, ${lastOf(sql`sources.id`)} AS last_id${more}
-    FROM (${rows}) AS sources`
+    ${lastOf(sortValue(page.sort.field))} AS last_sort_value, ${lastOf(sql`sources.id`)} AS last_id${more}
+    FROM (${rows}) AS sources ${conflictsJoin(ROW.id, 'conflicts')}`
 }
 
 /** The number of matching sources up to cap + 1 (more than cap: too many to count cheaply). */
@@ -187,10 +186,8 @@ export function countedPageQuery (db: Db, { scope, filter, page, cap }: ListInpu
     ${aggregatedPage(pageSources(sql`page`, page), page, sql`, (SELECT count(*) FROM matches) AS matched`)}`)
 }
 
-/** Runs a listing query built by one of the functions above (plainly, or compiled once per shape). */
+/** Runs a listing query built by one of the functions above (sources.store.ts compiles each once per shape). */
 export type RunListing = <O>(build: (db: Db, input: ListInput) => Compilable<O>, input: ListInput) => Promise<O[]>
-
-export const runPlain = (db: Db): RunListing => async (build, input) => (await db.executeQuery(build(db, input).compile())).rows
 
 /** A page (listPageQuery). */
 export async function listSources (run: RunListing, input: ListInput): Promise<ListedPage> {
@@ -225,36 +222,9 @@ export async function sourcesExtent (db: Db, scope: Scope): Promise<SourcesExten
     .select([
       sql<number | null>`ST_XMin(ST_Extent(geom))`.as('xmin'), sql<number | null>`ST_YMin(ST_Extent(geom))`.as('ymin'),
       sql<number | null>`ST_XMax(ST_Extent(geom))`.as('xmax'), sql<number | null>`ST_YMax(ST_Extent(geom))`.as('ymax'),
-      isoUtc(sql`min(lower(period))`).as('start'), isoUtc(sql`max(upper(period))`).as('end')
+      isoUtc(sql`min(${valueOf('start_at', ROW)})`).as('start'), isoUtc(sql`max(${valueOf('end_at', ROW)})`).as('end')
     ])
     .executeTakeFirstOrThrow()
   const bbox = row.xmin === null || row.ymin === null || row.xmax === null || row.ymax === null ? null : [row.xmin, row.ymin, row.xmax, row.ymax] as [number, number, number, number]
   return { bbox, interval: [row.start, row.end] }
-}
-
-/** A timestamptz as the API's date-time (isoUtc), as JSON text. */
-const isoJson = (ts: RawBuilder<unknown> | Expression<unknown>) => sql<string>`'"' || ${isoUtc(ts)} || '"'`
-
-/**
- * The GeoJSON Feature of the `sources` row in scope, as JSON text made by PostgreSQL: the same
- * Feature, field for field and in the same order, as featureJson (source-feature.ts) makes from
- * a SourceRow for GET /sources/?id= (test/sources/conflicts.test.ts compares them, conflicts and
- * conflicts_total included). Listings use it,
- * so that the service reads one column per feature instead of parsing nine and serialising them
- * again. Numbers are float8out's shortest exact form, as JavaScript's.
- */
-function featureText () {
-  const conflict = sql<string>`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || c.overlap_m2 || ',"overlap_ratio":' || c.overlap_ratio
-    || ',"overlap_start":' || ${isoJson(sql`lower(c.overlap_period)`)} || ',"overlap_end":' || ${isoJson(sql`upper(c.overlap_period)`)} || '}'`
-  const conflicts = sql<string>`COALESCE((SELECT ',"conflict":true,"conflicts":[' || string_agg(${conflict}, ',' ORDER BY c.overlap_m2 DESC, c.other_id) || ']'
-      || CASE WHEN count(*) = ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN ',"conflicts_total":' || count(*) ELSE '' END
-        FROM source_conflict_pairs AS p WHERE p.source_id = sources.id) ELSE '' END
-    FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
-      WHERE p.source_id = sources.id ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED)}) AS c
-    HAVING count(*) > 0), ',"conflict":false,"conflicts":[]')`
-  return sql<string>`'{"type":"Feature","id":' || to_json(sources.id) || ',"geometry":' || ${stAsGeoJson(sql`sources.geom`)}
-    || ',"properties":{"feature_id":' || to_json(sources.feature_id) || ',"start_at":' || ${isoJson(sql`lower(sources.period)`)}
-    || ',"end_at":' || ${isoJson(sql`upper(sources.period)`)} || ',"created_at":' || ${isoJson(sql`sources.created_at`)}
-    || ',"updated_at":' || ${isoJson(sql`sources.updated_at`)} || ',"version":' || sources.version
-    || ',"organisation":' || to_json(sources.organisation) || ',"area_m2":' || sources.area_m2 || ${conflicts} || '}}'`
 }

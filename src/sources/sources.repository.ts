@@ -5,11 +5,12 @@
 // MultiPolygon that ST_Dump splits back into rows, in order. When the database rejects a write,
 // diagnoseSources evaluates each constraint per feature (rejections.ts says which one failed).
 // Listings are in sources.listing.ts.
-import { type Expression, type Kysely, sql } from 'kysely'
+import { type Compilable, type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Database, Db, Scope } from '../db/database.js'
 import { multiPolygonEwkb } from '../db/ewkb.js'
-import { isoUtc, rangeLower, rangeUpper, stAsGeoJson } from '../db/postgis.js'
+import { isoUtc, rangeLower, rangeUpper } from '../db/postgis.js'
 import type { ValidFeature } from './geojson.js'
+import { CONFLICTS_LISTED, conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
 
 /** A checked feature with the id the service gave it. */
 export interface NewSource extends ValidFeature { id: string }
@@ -28,29 +29,20 @@ export interface Conflict {
   overlap_end: string
 }
 
-/** A source's conflicts are listed up to this many, largest overlap first; beyond, a total. */
-export const CONFLICTS_LISTED = 100
+/**
+ * The conflicts of a new source as a write reads them back: up to CONFLICTS_LISTED + 1 as
+ * [id, overlap_m2, overlap_ratio, start, end], and how many it has when more than
+ * CONFLICTS_LISTED; null when it has none (most sources: nothing to parse).
+ */
+export interface ConflictList { conflicts: { list: Array<[string, number, number, string, string]>, total: number | null } | null }
 
-/** A source as read: every date-time already in the API's one format (db/postgis.ts isoUtc). */
+/** A source as read: its Feature as JSON text (source-properties.ts featureText), and what the service checks of it. */
 export interface SourceRow {
   id: string
-  feature_id: string
   organisation: string
-  /** GeoJSON text of the polygon, from ST_AsGeoJSON. */
-  geometry: string
-  start_at: string
-  end_at: string
-  created_at: string
-  /** When the current version was written; `version` counts the versions (1 when created). */
-  updated_at: string
+  /** `version` counts the versions (1 when created); the ETag names it. */
   version: number
-  area_m2: number
-  /**
-   * Up to CONFLICTS_LISTED + 1 of its conflicts as [id, overlap_m2, overlap_ratio, start, end],
-   * and how many it has when more than CONFLICTS_LISTED; null when it has none (most sources:
-   * nothing to parse).
-   */
-  conflicts: { list: Array<[string, number, number, string, string]>, total: number | null } | null
+  feature: string
 }
 
 function unnestSources (sources: NewSource[]) {
@@ -86,9 +78,9 @@ export function selectConflictsOf (db: Db, ids: string[]) {
 }
 
 /** The sources that have conflicts, and theirs; a source without any is not in it. */
-export type ConflictsById = Map<string, Pick<SourceRow, 'conflicts'>>
+export type ConflictsById = Map<string, ConflictList>
 
-export function conflictsById (rows: Array<{ id: string } & Pick<SourceRow, 'conflicts'>>): ConflictsById {
+export function conflictsById (rows: Array<{ id: string } & ConflictList>): ConflictsById {
   return new Map(rows.filter((r) => r.conflicts !== null).map((r) => [r.id, r]))
 }
 
@@ -169,7 +161,7 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
  * the index source_conflict_pairs_by_overlap alone.
  */
 function conflictsColumn (id: Expression<unknown>) {
-  return sql<SourceRow['conflicts']>`(SELECT CASE WHEN count(*) > 0 THEN json_build_object(
+  return sql<ConflictList['conflicts']>`(SELECT CASE WHEN count(*) > 0 THEN json_build_object(
       'list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio,
         ${isoUtc(sql`lower(c.overlap_period)`)}, ${isoUtc(sql`upper(c.overlap_period)`)}) ORDER BY c.overlap_m2 DESC, c.other_id),
       'total', CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END) END
@@ -177,27 +169,17 @@ function conflictsColumn (id: Expression<unknown>) {
       WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED + 1)}) AS c)`.as('conflicts')
 }
 
-/** The columns of a source as the API returns it. */
-function sourceColumns (id: Expression<unknown>, geom: Expression<unknown>, period: Expression<unknown>, createdAt: Expression<unknown>, updatedAt: Expression<unknown>) {
-  return [
-    stAsGeoJson(geom).as('geometry'),
-    isoUtc(rangeLower(period)).as('start_at'),
-    isoUtc(rangeUpper(period)).as('end_at'),
-    isoUtc(createdAt).as('created_at'),
-    isoUtc(updatedAt).as('updated_at'),
-    conflictsColumn(id)
-  ] as const
-}
+/** A raw statement, compiled for the database it will run on (so that it can be compiled once: db/compiled-query.ts). */
+const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compile: () => query.compile(db) })
 
-/** The sources with these ids, whatever their organisation (the caller checks the scope). */
+/** The sources with these ids, whatever their organisation (the caller checks the scope), each with its Feature text. */
 export function selectSourcesByIds (db: Db, ids: string[]) {
-  return db.selectFrom('sources')
-    .select((eb) => ['id', 'feature_id', 'organisation', 'area_m2', 'version', ...sourceColumns(eb.ref('sources.id'), eb.ref('geom'), eb.ref('period'), eb.ref('created_at'), eb.ref('updated_at'))])
-    .where('id', '=', sql<string>`any(${ids}::text[])`)
+  return compilable(db, sql<SourceRow>`SELECT s.id, s.organisation, s.version, ${featureText(sourceRow('s'), conflictSummary('k'))} AS feature
+    FROM sources AS s ${conflictsJoin(sql.ref('s.id'), 'k')} WHERE s.id = any(${ids}::text[])`)
 }
 
 export async function findSourcesByIds (db: Db, ids: string[]): Promise<SourceRow[]> {
-  return selectSourcesByIds(db, ids).execute()
+  return (await db.executeQuery(selectSourcesByIds(db, ids).compile())).rows
 }
 
 /** Whether a row may be seen in a scope: its organisation's own, or any for admins. */
@@ -266,27 +248,24 @@ export function updateValues (change: SourceChange, edit: SourceEdit): UpdateVal
 
 /**
  * One UPDATE, one statement: the version check in its WHERE (so of two changes from one version,
- * the second re-checks the row it waited for and changes nothing), the writer named in the same
- * statement, and the source read back by RETURNING as GET returns it, but for its conflicts:
- * the AFTER trigger that writes them runs at the end of the statement, after RETURNING
- * (`conflicts` is null here; the store reads them).
+ * the second re-checks the row it waited for and changes nothing) and the writer named in the
+ * same statement. It answers the id changed; the store then reads the source as GET does: its
+ * conflicts are written by an AFTER trigger at the end of the statement, after RETURNING.
  */
 export function updateSourceQuery (v: UpdateValues) {
-  return sql<SourceRow>`WITH ${writer(v.by)}
+  return sql<{ id: string }>`WITH ${writer(v.by)}
     UPDATE sources AS s
     SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
       period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)')
     FROM writer
     WHERE s.id = ${v.id} AND (${v.scope}::text = 'all' OR s.organisation = ${v.organisation}::text)
       AND (${v.versions}::int[] IS NULL OR s.version = any(${v.versions}::int[]))
-    RETURNING s.id, s.feature_id, s.organisation, s.area_m2, s.version, ${stAsGeoJson(sql`s.geom`)} AS geometry,
-      ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
-      ${isoUtc(sql`s.created_at`)} AS created_at, ${isoUtc(sql`s.updated_at`)} AS updated_at, NULL::json AS conflicts`
+    RETURNING s.id`
 }
 
-/** The change made (updateSourceQuery); undefined when nothing changed. */
-export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<SourceRow | undefined> {
-  return (await updateSourceQuery(updateValues(change, edit)).execute(db)).rows[0]
+/** The change made (updateSourceQuery): the id changed, or undefined when nothing changed. */
+export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<string | undefined> {
+  return (await updateSourceQuery(updateValues(change, edit)).execute(db)).rows[0]?.id
 }
 
 /** Deletes a source (its history stays in source_versions); the version its deletion is, or undefined when nothing was deleted. */
@@ -310,26 +289,18 @@ export async function findDeletion (db: Db, id: string, scope: Scope): Promise<{
   return rows[0]
 }
 
-/** One version of a source, with the feature as it was (geometry as GeoJSON text). */
+/** One version of a source, with the Feature as it was (featureText of the version). */
 export interface VersionRow {
   id: string
   version: number
   operation: 'create' | 'update' | 'delete'
   recorded_at: string
   recorded_by: string
-  feature_id: string
-  organisation: string
-  geometry: string
-  start_at: string
-  end_at: string
-  created_at: string
-  area_m2: number
+  feature: string
 }
 
 const versionColumns = sql`s.source_id AS id, s.version, s.operation, ${isoUtc(sql`s.recorded_at`)} AS recorded_at, s.recorded_by,
-  s.feature_id, s.organisation, ${stAsGeoJson(sql`s.geom`)} AS geometry,
-  ${isoUtc(sql`lower(s.period)`)} AS start_at, ${isoUtc(sql`upper(s.period)`)} AS end_at,
-  ${isoUtc(sql`s.created_at`)} AS created_at, coalesce(s.area_m2, lonlat_area_m2(s.geom)) AS area_m2`
+  ${featureText(versionRow('s'), 'version')} AS feature`
 
 /** The versions of a source visible in the scope, newest first, below version `before` when given; limit + 1 of them. */
 export async function findVersions (db: Db, id: string, scope: Scope, page: { limit: number, before?: number }): Promise<VersionRow[]> {

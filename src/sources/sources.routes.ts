@@ -16,9 +16,10 @@ import { newSourceIds } from './source-id.js'
 import { etagOf } from './source-feature.js'
 import {
   CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema,
-  SourceOrVersionSchema, SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema, VersionsResponseSchema,
+  SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema,
   featureCollectionSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection
 } from './sources.schema.js'
+import { SourceOrVersionSchema, VersionsResponseSchema } from './source-feature.schema.js'
 import type { ConflictsById, NewSource } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
 import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from './source-changes.js'

@@ -1,14 +1,19 @@
-// The one door from the sources and items routes to storage: what they need, and its plain
-// implementation, each call one repository function on the app's database. fast/sources-store.ts
-// wraps this store with batching and queries compiled once; app.ts picks one (DB_FAST_PATH), and
-// the routes cannot tell which.
-import type { Kysely } from 'kysely'
-import type { Database, Scope } from '../db/database.js'
+// The one door from the sources and items routes to storage: what they need, on the app's
+// database (or a replica's). Every hot query is compiled once (db/compiled-query.ts) and only
+// bound to each request's values: GET by id, listings (once per shape of their input), a
+// change's UPDATE and the source read back after it. With `batching`, concurrent reads and
+// writes also go out together (db/batcher.ts) once as many as it allows are running; the
+// answers are the same (npm test runs test/sources both ways).
+import type { Compilable, CompiledQuery, Kysely } from 'kysely'
+import type { Database, Db, Scope } from '../db/database.js'
+import { Batcher } from '../db/batcher.js'
+import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/compiled-query.js'
 import {
-  type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type VersionRow,
-  conflictsOfSources, deleteSource, diagnoseSources, findDeletion, findSourceById, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf, updateSource
+  type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
+  conflictsById, deleteSource, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
+  selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { type ListInput, type ListedPage, type SourcesExtent, listFirstSources, listSources, runPlain, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 
 export interface SourceStore {
@@ -47,27 +52,104 @@ export interface SourceStore {
   geometryProblems: (wkts: string[]) => Promise<Array<string | null>>
 }
 
-export function plainSourceStore (db: Kysely<Database>): SourceStore {
+/** Concurrent requests sent together: at most this many statements of each kind running at once. */
+export interface Batching {
+  readsInFlight: number
+  writesInFlight: number
+  /** Features in one INSERT at most (a larger single request still goes alone). */
+  maxFeatures: number
+}
+
+const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
+const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
+const updateOne = compileOnce<UpdateValues, { id: string }>({
+  id: placeholder('id'), scope: placeholder('scope') as UpdateValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by'),
+  featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
+}, (v) => ({ compile: () => updateSourceQuery(v).compile(queryBuilder) }))
+
+/** Listing queries compiled once per shape of their input (compileByShape; LIST_INPUT_SHAPE_KEYS says what a shape is). */
+function compiledListing (db: Kysely<Database>): RunListing {
+  const compiled = new Map<unknown, (input: ListInput) => CompiledQuery<unknown>>()
+  return async <O>(build: (db: Db, input: ListInput) => Compilable<O>, input: ListInput): Promise<O[]> => {
+    let bind = compiled.get(build)
+    if (bind === undefined) compiled.set(build, bind = compileByShape((i: ListInput) => build(queryBuilder, i), LIST_INPUT_SHAPE_KEYS))
+    return (await db.executeQuery(bind(input) as CompiledQuery<O>)).rows
+  }
+}
+
+const READ_BATCH = 100
+
+export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceStore {
+  const readByIds = async (ids: string[]): Promise<SourceRow[]> => (await db.executeQuery(selectByIds({ ids }))).rows
+  const conflictsOf = async (ids: string[]): Promise<ConflictsById> => conflictsById((await db.executeQuery(conflictsByIds({ ids }))).rows)
+  const insertOne = async (insert: SourceInsert): Promise<ConflictsById> => {
+    await insertSources(db, [insert])
+    return await conflictsOf(insert.sources.map((s) => s.id))
+  }
+  let find = async (id: string): Promise<SourceRow | undefined> => (await readByIds([id]))[0]
+  let insert = insertOne
+
+  if (batching !== undefined) {
+    // Reads: the organisation is checked on each row, so requests of several organisations share a batch.
+    const reads = new Batcher<string, SourceRow | undefined>(async (ids) => {
+      const rows = new Map((await readByIds(ids)).map((r) => [r.id, r]))
+      return ids.map((id) => rows.get(id))
+    }, { maxInFlight: batching.readsInFlight, maxWeight: READ_BATCH })
+    find = (id) => reads.submit(id)
+
+    // Writes: a batch is all or nothing, while each request must be on its own: when a batch of
+    // several fails, each of its requests is inserted again alone, in the order they reached the
+    // writer, and gets its own outcome (of two that conflict, the first to arrive wins). The
+    // conflicts of every source stored are then read back in one query.
+    const writes = new Batcher<SourceInsert, { error: unknown } | { conflicts: ConflictsById }>(async (inserts) => {
+      let together = false
+      const outcomes: Array<{ error: unknown } | undefined> = []
+      if (inserts.length > 1) {
+        try {
+          await insertSources(db, inserts)
+          together = true
+        } catch {
+          // One of them (or the database) failed; one by one below says which.
+        }
+      }
+      if (!together) {
+        for (const insert of inserts) {
+          try {
+            await insertSources(db, [insert])
+            outcomes.push(undefined)
+          } catch (error) {
+            outcomes.push({ error })
+          }
+        }
+      }
+      const ids = inserts.flatMap((insert, i) => outcomes[i] === undefined ? insert.sources.map((s) => s.id) : [])
+      const conflicts = ids.length === 0 ? new Map() : await conflictsOf(ids)
+      return inserts.map((_, i) => outcomes[i] ?? { conflicts })
+    }, { maxInFlight: batching.writesInFlight, maxWeight: batching.maxFeatures, weight: (i) => i.sources.length })
+    insert = async (one) => {
+      const outcome = await writes.submit(one)
+      if ('error' in outcome) throw outcome.error
+      return outcome.conflicts
+    }
+  }
+
+  const run = compiledListing(db)
   return {
-    find: (id, scope) => findSourceById(db, id, scope),
-    insert: async (insert) => {
-      await insertSources(db, [insert])
-      return await conflictsOfSources(db, insert.sources.map((s) => s.id))
-    },
-    insertIf: (insert, keep) => insertSourcesIf(db, insert, keep),
+    find: async (id, scope) => visibleIn(await find(id), scope),
+    insert,
+    insertIf: (one, keep) => insertSourcesIf(db, one, keep),
     diagnose: (organisation, sources) => diagnoseSources(db, organisation, sources),
     update: async (change, edit) => {
-      const row = await updateSource(db, change, edit)
-      if (row !== undefined) row.conflicts = (await conflictsOfSources(db, [row.id])).get(row.id)?.conflicts ?? null
-      return row
+      const changed = (await db.executeQuery(updateOne(updateValues(change, edit)))).rows[0]
+      return changed === undefined ? undefined : (await readByIds([changed.id]))[0]
     },
-    version: (id, scope) => findVersion(db, id, scope),
     delete: (change) => deleteSource(db, change),
+    version: (id, scope) => findVersion(db, id, scope),
     deletion: (id, scope) => findDeletion(db, id, scope),
     versions: (id, scope, page) => findVersions(db, id, scope, page),
     versionAt: (id, scope, at) => findVersionAt(db, id, scope, at),
-    list: (input) => listSources(runPlain(db), input),
-    listFirst: (input) => listFirstSources(runPlain(db), input),
+    list: (input) => listSources(run, input),
+    listFirst: (input) => listFirstSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)
   }

@@ -3,6 +3,7 @@
 // wire format, written by hand: one layer, string/double/bool values, POLYGON geometry with
 // exterior rings of positive area (y down) and holes of negative area, as the spec has them.
 import type { DrawnFeature } from './tiles.repository.js'
+import { TILE_PROPERTIES } from '../sources/source-properties.js'
 
 class Writer {
   private bytes: number[] = []
@@ -111,11 +112,12 @@ export function encodeMvt (features: readonly DrawnFeature[], extent: number): B
     const geom = geometry(polygonsOf(JSON.parse(f.geom) as { type: string }))
     if (geom.length === 0) continue
     const tags: number[] = []
-    for (const key of ['id', 'feature_id', 'start_at', 'end_at'] as const) {
-      const value = f[key]
-      if (value !== null) tags.push(...tag(key, value))
+    for (const { name, type } of TILE_PROPERTIES) {
+      const value = f[name]
+      if (value === null || value === undefined) continue
+      tags.push(...tag(name, type === 'number' || type === 'integer' ? Number(value) : value))
     }
-    tags.push(...tag('area_m2', Number(f.area_m2)), ...tag('conflict', f.conflict), ...tag('count', Number(f.count)))
+    tags.push(...tag('count', Number(f.count)))
     layer.message(2, new Writer().packed(2, tags).key(3, 0).varint(3).packed(4, geom))
     drawn++
   }

@@ -8,6 +8,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db, Scope } from '../db/database.js'
 import { isoUtc } from '../db/postgis.js'
+import { TILE_PROPERTIES, sourceRow, valueOf } from '../sources/source-properties.js'
 import { BUFFER, EXTENT, MAX_LAT, type Tile, WORLD_M, changeCells, searchBox, tileSizeM } from './tile-matrix.js'
 
 /** Side of a mark, in tile units: 2 screen pixels of a 256-pixel tile. */
@@ -37,18 +38,22 @@ const mercX = (lon: RawBuilder<unknown>): RawBuilder<number> => sql<number>`(${l
 const mercY = (lat: RawBuilder<unknown>): RawBuilder<number> =>
   sql<number>`(6378137 * ln(tan(pi() / 4 + radians(greatest(${-MAX_LAT}::float8, least(${MAX_LAT}::float8, ${lat}))) / 2)))`
 
-/** The features of a tile in tile units, with their attributes, as the query draws them. */
-export interface DrawnFeature {
-  id: string | null
-  feature_id: string | null
-  start_at: string | null
-  end_at: string | null
-  area_m2: number
-  conflict: boolean
-  count: string
-  /** GeoJSON of the geometry in tile units (x east, y south), clipped to the buffer, on the unit grid. */
-  geom: string
+/**
+ * The features of a tile in tile units, as the query draws them: their attributes (one column
+ * each of TILE_PROPERTIES, null where a mark has none), how many sources each stands for, and
+ * the geometry as GeoJSON in tile units (x east, y south), clipped to the buffer, on the unit grid.
+ */
+export type DrawnFeature = Record<string, string | number | boolean | null> & { count: string, geom: string }
+
+/** How a mark standing for several small sources sums up each attribute. */
+const MARK: Record<typeof TILE_PROPERTIES[number]['tiles'], (name: RawBuilder<unknown>) => RawBuilder<unknown>> = {
+  single: (v) => sql`CASE WHEN count(*) = 1 THEN min(${v}) END`,
+  min: (v) => sql`min(${v})`,
+  max: (v) => sql`max(${v})`,
+  sum: (v) => sql`sum(${v})`,
+  any: (v) => sql`bool_or(${v})`
 }
+const names = TILE_PROPERTIES.map((p) => sql.ref(p.name))
 
 /**
  * The tile as MVT made by PostGIS (empty when no source is drawn in it), how many features it
@@ -86,18 +91,19 @@ function drawn ({ tile, scope, filter, maxFeatures }: TileInput, output: 'mvt' |
   const xmax = sql`ST_XMax(s.geom)`
   const ymin = sql`ST_YMin(s.geom)`
   const ymax = sql`ST_YMax(s.geom)`
-  const conflict = sql`EXISTS (SELECT 1 FROM source_conflict_pairs p WHERE p.source_id = s.id)`
+  const row = sourceRow('s')
+  const attributes = sql.join(TILE_PROPERTIES.map((p) => sql`${valueOf(p.name, row)} AS ${sql.ref(p.name)}`))
+  // Drawn largest first (area_m2), ties by id: both are tile attributes.
   return sql<{ mvt: Buffer }>`
 WITH hits AS (
-  SELECT s.id, s.feature_id, s.period, s.area_m2, s.geom,
+  SELECT ${attributes}, s.geom,
          ${mercX(xmax)} - ${mercX(xmin)} < ${cell}::float8 AND ${mercY(ymax)} - ${mercY(ymin)} < ${cell}::float8 AS small,
          floor((${mercX(sql`(${xmin} + ${xmax}) / 2`)} + ${half}::float8) / ${cell}::float8) AS gx,
-         floor((${mercY(sql`(${ymin} + ${ymax}) / 2`)} + ${half}::float8) / ${cell}::float8) AS gy,
-         ${conflict} AS conflict
+         floor((${mercY(sql`(${ymin} + ${ymax}) / 2`)} + ${half}::float8) / ${cell}::float8) AS gy
   FROM sources s
   WHERE s.geom && ST_MakeEnvelope(${w}::float8, ${s}::float8, ${e}::float8, ${n}::float8, 4326) AND ${where(scope, filter)}
 ), large AS (
-  SELECT id, feature_id, lower(period) AS start_at, upper(period) AS end_at, area_m2, conflict, 1::bigint AS count,
+  SELECT ${sql.join(names)}, 1::bigint AS count,
          ST_Simplify(ST_Transform(
            CASE WHEN ST_YMax(geom) > ${MAX_LAT}::float8 OR ST_YMin(geom) < ${-MAX_LAT}::float8
                 THEN ST_ClipByBox2D(geom, ST_MakeEnvelope(-180, ${-MAX_LAT}::float8, 180, ${MAX_LAT}::float8, 4326)) ELSE geom END,
@@ -105,15 +111,14 @@ WITH hits AS (
   FROM hits WHERE NOT small
   ORDER BY area_m2 DESC, id LIMIT ${maxFeatures}
 ), marks AS (
-  SELECT CASE WHEN count(*) = 1 THEN min(id) END AS id, CASE WHEN count(*) = 1 THEN min(feature_id) END AS feature_id,
-         min(lower(period)) AS start_at, max(upper(period)) AS end_at, sum(area_m2) AS area_m2, bool_or(conflict) AS conflict, count(*) AS count,
+  SELECT ${sql.join(TILE_PROPERTIES.map((p) => sql`${MARK[p.tiles](sql.ref(p.name))} AS ${sql.ref(p.name)}`))}, count(*) AS count,
          ST_MakeEnvelope(gx * ${cell}::float8 - ${half}::float8, gy * ${cell}::float8 - ${half}::float8,
                          (gx + 1) * ${cell}::float8 - ${half}::float8, (gy + 1) * ${cell}::float8 - ${half}::float8, 3857) AS geom
   FROM hits WHERE small
   GROUP BY gx, gy
   ORDER BY count(*) DESC, gx, gy LIMIT ${maxFeatures}
 ), drawn AS (
-  SELECT id, feature_id, ${isoUtc(sql`start_at`)} AS start_at, ${isoUtc(sql`end_at`)} AS end_at, area_m2, conflict, count,
+  SELECT ${sql.join(TILE_PROPERTIES.map((p) => p.type === 'timestamp' ? sql`${isoUtc(sql.ref(p.name))} AS ${sql.ref(p.name)}` : sql.ref(p.name)))}, count,
          ${output === 'mvt' ? sql`ST_AsMVTGeom(geom, ST_TileEnvelope(${z}::int, ${x}::int, ${y}::int), ${EXTENT}::int, ${BUFFER}::int, true)` : inTileUnits(tile)} AS geom
   FROM (SELECT *, 0 AS kind FROM large UNION ALL SELECT *, 1 AS kind FROM marks) AS f
   ORDER BY kind, area_m2 DESC LIMIT ${maxFeatures}

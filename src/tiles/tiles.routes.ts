@@ -121,8 +121,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
       maxTileMatrix: String(MAX_ZOOM),
       propertiesSchema: {
         type: 'object' as const,
-        properties: Object.fromEntries(Object.entries(TILE_FIELDS).map(([k, description]) =>
-          [k, { type: k === 'conflict' ? 'boolean' : k === 'area_m2' || k === 'count' ? 'number' : 'string', description }]))
+        properties: TILE_FIELDS
       }
     }]
   }))
@@ -143,7 +142,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, max
       description: 'Registered areas with their validity periods',
       minzoom: 0,
       maxzoom: MAX_ZOOM,
-      fields: { ...TILE_FIELDS }
+      fields: Object.fromEntries(Object.entries(TILE_FIELDS).map(([name, f]) => [name, f.description]))
     }]
   }))
 

@@ -1,5 +1,6 @@
 // Schemas of OGC API – Tiles (Part 1) documents as this service makes them, and of TileJSON 3.0.
 import { Type } from '@sinclair/typebox'
+import { TILE_PROPERTIES } from '../sources/source-properties.js'
 
 export const MVT = 'application/vnd.mapbox-vector-tile'
 
@@ -61,12 +62,20 @@ export const TileJsonSchema = Type.Object({
   }))
 })
 
-export const TILE_FIELDS = {
-  id: 'The source id (src_…); absent on a mark that stands for several small sources.',
-  feature_id: 'The client\'s feature id; absent on a mark that stands for several small sources.',
-  start_at: 'Start of the period (RFC 3339, UTC); on a mark, the earliest.',
-  end_at: 'End of the period, exclusive; on a mark, the latest.',
-  area_m2: 'Area in m²; on a mark, the sum.',
-  conflict: 'Whether the source conflicts with another (on a mark: any of them).',
-  count: 'How many sources the feature stands for: 1, or more on a mark for sources smaller than 2 pixels.'
-} as const
+/** How a mark standing for several small sources sums up an attribute, said after its description. */
+const ON_A_MARK: Record<typeof TILE_PROPERTIES[number]['tiles'], string> = {
+  single: 'Absent on a mark that stands for several small sources.',
+  min: 'On a mark, the earliest.',
+  max: 'On a mark, the latest.',
+  sum: 'On a mark, the sum.',
+  any: 'On a mark: whether any of them is.'
+}
+
+/** The attributes of each tile feature (source-properties.ts TILE_PROPERTIES, and count), with their JSON types. */
+export const TILE_FIELDS: Record<string, { type: 'string' | 'number' | 'boolean', description: string }> = {
+  ...Object.fromEntries(TILE_PROPERTIES.map((p) => [p.name, {
+    type: p.type === 'boolean' ? 'boolean' : p.type === 'number' || p.type === 'integer' ? 'number' : 'string',
+    description: `${p.description}${p.type === 'timestamp' ? ' (RFC 3339, UTC)' : ''} ${ON_A_MARK[p.tiles]}`
+  }])),
+  count: { type: 'number', description: 'How many sources the feature stands for: 1, or more on a mark for sources smaller than 2 pixels.' }
+}

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { sql } from 'kysely'
 import { Value } from '@sinclair/typebox/value'
-import { SourceFeatureSchema } from '../../src/sources/sources.schema.js'
+import { SourceFeatureSchema } from '../../src/sources/source-feature.schema.js'
 import { CollectionSchema, ConformanceSchema, LandingSchema } from '../../src/features/features.schema.js'
 import { parseItemsQuery } from '../../src/features/features.query.js'
 import { backend, build, collection, expectError, feature, session } from '../helper.js'

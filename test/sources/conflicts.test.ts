@@ -4,7 +4,8 @@
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { sql } from 'kysely'
-import { CreateResponseSchema, DryRunResponseSchema, SourceFeatureSchema } from '../../src/sources/sources.schema.js'
+import { CreateResponseSchema, DryRunResponseSchema } from '../../src/sources/sources.schema.js'
+import { SourceFeatureSchema } from '../../src/sources/source-feature.schema.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
 
 const ctx = await build(t)

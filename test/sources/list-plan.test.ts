@@ -5,7 +5,7 @@
 // of the bound, up to 10,001, for every page and every chunk of a streamed page.
 import t from 'tap'
 import { CompiledQuery, sql } from 'kysely'
-import { compileByShape, queryBuilder } from '../../src/fast/compiled-query.js'
+import { compileByShape, queryBuilder } from '../../src/db/compiled-query.js'
 import { LIST_INPUT_SHAPE_KEYS, listPageQuery } from '../../src/sources/sources.listing.js'
 import { addAccount, build } from '../helper.js'
 

@@ -1,7 +1,8 @@
 // GET and DELETE /sources/?id=: the Feature returned, organisation scoping, 400/403/404.
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
-import { DeleteResponseSchema, SourceFeatureSchema } from '../../src/sources/sources.schema.js'
+import { DeleteResponseSchema } from '../../src/sources/sources.schema.js'
+import { SourceFeatureSchema } from '../../src/sources/source-feature.schema.js'
 import { sql } from 'kysely'
 import { build, collection, fastPath, feature, session, expectError } from '../helper.js'
 

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
 import { sql } from 'kysely'
-import { SourceFeatureSchema, VersionFeatureSchema, VersionsResponseSchema } from '../../src/sources/sources.schema.js'
+import { SourceFeatureSchema, VersionFeatureSchema, VersionsResponseSchema } from '../../src/sources/source-feature.schema.js'
 import { build, collection, expectError, feature, session, square } from '../helper.js'
 
 const ctx = await build(t)

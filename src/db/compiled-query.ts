@@ -11,7 +11,7 @@ import {
   PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler
 } from 'kysely'
 import { randomUUID } from 'node:crypto'
-import type { Database } from '../db/database.js'
+import type { Database } from './database.js'
 
 /** A Kysely that builds and compiles PostgreSQL but never connects (Kysely's DummyDriver recipe). */
 export const queryBuilder = new Kysely<Database>({

@@ -1,6 +1,6 @@
 // Batcher: items go out at once while under maxInFlight, then wait and go out together.
 import t from 'tap'
-import { Batcher } from '../../src/fast/batcher.js'
+import { Batcher } from '../../src/db/batcher.js'
 
 /** A run whose batches are recorded and finished by the test; it answers "row <item>". */
 function controlledRun () {

@@ -2,7 +2,7 @@
 // constants, and refuses a placeholder that does not reach the parameters as it is.
 import t from 'tap'
 import { sql } from 'kysely'
-import { compileOnce, placeholder, queryBuilder } from '../../src/fast/compiled-query.js'
+import { compileOnce, placeholder, queryBuilder } from '../../src/db/compiled-query.js'
 
 t.test('binds values by placeholder, keeps constants', async (t) => {
   const q = compileOnce({ id: placeholder('id'), ids: [] as string[] }, (p) => queryBuilder.selectFrom('sources').select('id')
@@ -19,7 +19,7 @@ t.test('a placeholder hidden inside an expression is refused when compiling', as
 })
 
 t.test('compileByShape: one compiled query per shape, the same SQL and parameters as building it each time', async (t) => {
-  const { compileByShape, shapeOf } = await import('../../src/fast/compiled-query.js')
+  const { compileByShape, shapeOf } = await import('../../src/db/compiled-query.js')
   const { LIST_INPUT_SHAPE_KEYS, countedPageQuery, listPageQuery } = await import('../../src/sources/sources.listing.js')
   const { searchBoxes } = await import('../../src/sources/search-box.js')
   const inputs = [

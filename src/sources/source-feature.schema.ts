@@ -1,0 +1,61 @@
+// The response schemas of a source as a GeoJSON Feature (current, or as a version held it) and of
+// its versions page, derived from the property registry (source-properties.ts): a property added
+// there is described here without a change.
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
+import { type SourceProperty, propertiesWhere } from './source-properties.js'
+import { SourceIdSchema, UtcDateTimeSchema } from './sources.schema.js'
+
+/** A property's value schema in responses. */
+function schemaOf (p: SourceProperty): TSchema {
+  if (p.schema !== undefined) return { ...p.schema, description: p.description }
+  switch (p.type) {
+    case 'timestamp': return { ...UtcDateTimeSchema, description: p.description }
+    case 'integer': return Type.Integer({ description: p.description })
+    case 'number': return Type.Number({ description: p.description })
+    case 'boolean': return Type.Boolean({ description: p.description })
+    default: return Type.String({ description: p.description })
+  }
+}
+
+function propertiesSchema (isVersion: boolean) {
+  const shown = propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned))
+  return Type.Object(Object.fromEntries(shown.map(([name, p]) => [name, p.returned === 'optional' ? Type.Optional(schemaOf(p)) : schemaOf(p)])), { additionalProperties: false })
+}
+
+const PolygonOutSchema = Type.Object({
+  type: Type.Literal('Polygon'),
+  coordinates: Type.Array(Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 3 }), { minItems: 4 }), { minItems: 1 })
+}, { additionalProperties: false })
+
+// Sent pre-serialised (featureText), so closed: a field the text carries that is not here is a
+// response outside the document.
+export const SourceFeatureSchema = Type.Object({
+  type: Type.Literal('Feature'),
+  id: SourceIdSchema,
+  geometry: PolygonOutSchema,
+  properties: propertiesSchema(false)
+}, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946).' })
+
+/** A source as one of its versions held it: no conflicts (they are not versioned). */
+export const VersionFeatureSchema = Type.Object({
+  type: Type.Literal('Feature'),
+  id: SourceIdSchema,
+  geometry: PolygonOutSchema,
+  properties: propertiesSchema(true)
+}, { additionalProperties: false, description: 'The source as this version held it (conflicts are not versioned).' })
+
+export const SourceOrVersionSchema = Type.Union([SourceFeatureSchema, VersionFeatureSchema], { description: 'The source; with as_of, the version held then.' })
+
+export const VersionsResponseSchema = Type.Object({
+  id: SourceIdSchema,
+  versions: Type.Array(Type.Object({
+    version: Type.Integer({ minimum: 1 }),
+    operation: Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]),
+    recorded_at: Type.String({ ...UtcDateTimeSchema, description: 'Transaction time of the write.' }),
+    recorded_by: Type.String({ description: 'The account\'s e-mail, or the database role for a write made with SQL.' }),
+    feature: VersionFeatureSchema
+  }), { description: 'Newest first.' }),
+  links: Type.Array(Type.Object({ href: Type.String(), rel: Type.String(), type: Type.String() })),
+  numberReturned: Type.Integer({ minimum: 0 })
+})
+export type VersionsResponse = Static<typeof VersionsResponseSchema>

@@ -1,0 +1,249 @@
+// The properties of a source, each defined once: its SQL expression, its JSON type, whether it is
+// returned, queryable, sortable and drawn in tiles, its title and description. Everything that
+// names properties is derived from SOURCE_PROPERTIES: the Feature text PostgreSQL makes for GET,
+// items, as_of and versions (featureText), CQL2's queryables and their SQL (filter.sql.ts), the
+// sort keys of the items (sources.listing.ts), the tile attributes (tiles.repository.ts), the
+// response schemas, the schema and queryables documents, and the table in docs/api.md
+// (test/sources/properties.test.ts holds every consumer to it). A property computed from
+// existing columns is one entry here; one that needs a column also needs a migration.
+import { type TSchema, Type } from '@sinclair/typebox'
+import { type RawBuilder, sql } from 'kysely'
+import { isoUtc, stAsGeoJson } from '../db/postgis.js'
+import { FeatureIdSchema, OverlapFields, SourceIdSchema } from './sources.schema.js'
+
+/** A source's conflicts are listed up to this many, largest overlap first; beyond, a total. */
+export const CONFLICTS_LISTED = 100
+
+/**
+ * The columns a property is computed from, in the row being read: a current source
+ * (sourceRow) or one of its versions (versionRow, where updated_at is when the version was
+ * recorded).
+ */
+export interface SourceColumns {
+  id: RawBuilder<unknown>
+  featureId: RawBuilder<unknown>
+  organisation: RawBuilder<unknown>
+  geom: RawBuilder<unknown>
+  period: RawBuilder<unknown>
+  createdAt: RawBuilder<unknown>
+  updatedAt: RawBuilder<unknown>
+  version: RawBuilder<unknown>
+  areaM2: RawBuilder<unknown>
+}
+
+/** The conflicts a read joins once per row (conflictsJoin): their list as JSON text (null: none) and the total beyond CONFLICTS_LISTED. */
+export interface ConflictSummary { list: RawBuilder<unknown>, total: RawBuilder<unknown> }
+
+export type PropertyType = 'string' | 'timestamp' | 'integer' | 'number' | 'boolean' | 'geometry' | 'conflicts'
+
+export interface SourceProperty {
+  title: string
+  /** One line: the description in the schema, queryables and docs. */
+  description: string
+  type: PropertyType
+  /** Its value, from the row's columns: what filters compare, sorts order and tiles draw. */
+  value?: (c: SourceColumns) => RawBuilder<unknown>
+  /** Its JSON text in a Feature, when not the value's own (null leaves an optional member out). */
+  json?: (c: SourceColumns, conflicts: ConflictSummary) => RawBuilder<unknown>
+  /** In a Feature's properties: always, only when it has a value, or never (id and geometry are the Feature's own members). */
+  returned: 'always' | 'optional' | false
+  /** In a version's Feature too (conflicts are not versioned: each is decided against the sources of its time). */
+  versioned: boolean
+  /** Named by CQL2 filters (/collections/sources/queryables). */
+  queryable: boolean
+  /** A sortby key of the items. */
+  sortable: boolean
+  /** An attribute of the vector tiles, and how a mark standing for several small sources sums it up ('single': absent on a mark). */
+  tiles?: 'single' | 'min' | 'max' | 'sum' | 'any'
+  /** The JSON Schema of its value in responses, where more is said than its type. */
+  schema?: TSchema
+}
+
+const conflictsSchema = Type.Array(Type.Object({ id: SourceIdSchema, ...OverlapFields }, {
+  additionalProperties: false, description: 'A conflicting source: only its id and the overlap are shown, whatever its organisation.'
+}), { maxItems: CONFLICTS_LISTED })
+
+/** The pairs of the source, read from source_conflict_pairs_by_overlap alone. */
+const hasConflict = (c: SourceColumns) => sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = ${c.id})`
+
+export const SOURCE_PROPERTIES = {
+  id: {
+    title: 'Source id', description: 'The id the registry gave the source (src_…).', type: 'string',
+    value: (c) => c.id, returned: false, versioned: true, queryable: true, sortable: true, tiles: 'single'
+  },
+  feature_id: {
+    title: 'Feature id', description: 'The client\'s own feature id.', type: 'string', schema: FeatureIdSchema,
+    value: (c) => c.featureId, returned: 'always', versioned: true, queryable: true, sortable: false, tiles: 'single'
+  },
+  start_at: {
+    title: 'Start', description: 'The first instant of the validity period.', type: 'timestamp',
+    value: (c) => sql`lower(${c.period})`, returned: 'always', versioned: true, queryable: true, sortable: true, tiles: 'min'
+  },
+  end_at: {
+    title: 'End',
+    description: 'The end of the validity period, the first instant after it: the period is [start_at, end_at). INTERVAL(start_at, end_at) is the CQL2 interval of the two values, closed at both ends.',
+    type: 'timestamp', value: (c) => sql`upper(${c.period})`, returned: 'always', versioned: true, queryable: true, sortable: true, tiles: 'max'
+  },
+  created_at: {
+    title: 'Created', description: 'When the source was registered.', type: 'timestamp',
+    value: (c) => c.createdAt, returned: 'always', versioned: true, queryable: true, sortable: true
+  },
+  updated_at: {
+    title: 'Updated', description: 'When this version was written (created_at for version 1).', type: 'timestamp',
+    value: (c) => c.updatedAt, returned: 'always', versioned: true, queryable: true, sortable: false
+  },
+  version: {
+    title: 'Version', description: 'Its version number: 1 when created, one more at every change. The ETag names it.', type: 'integer',
+    schema: Type.Integer({ minimum: 1 }), value: (c) => c.version, returned: 'always', versioned: true, queryable: true, sortable: false
+  },
+  organisation: {
+    title: 'Organisation', description: 'The organisation the source belongs to.', type: 'string',
+    value: (c) => c.organisation, returned: 'always', versioned: true, queryable: false, sortable: false
+  },
+  area_m2: {
+    title: 'Area (m²)', description: 'The area on the WGS 84 ellipsoid in square metres, edges straight in longitude/latitude as RFC 7946 defines them.',
+    type: 'number', value: (c) => c.areaM2, returned: 'always', versioned: true, queryable: true, sortable: false, tiles: 'sum'
+  },
+  conflict: {
+    title: 'In conflict',
+    description: 'Whether another source (of any organisation) claims the same land for an overlapping period: periods overlap and the areas still intersect after each is shrunk inward by the conflict tolerance (9 m by default).',
+    type: 'boolean', value: hasConflict, json: (_c, k) => sql`(${k.list} IS NOT NULL)::text`,
+    returned: 'always', versioned: false, queryable: true, sortable: false, tiles: 'any'
+  },
+  conflicts: {
+    title: 'Conflicts', description: `The conflicting sources, largest overlap first; the first ${CONFLICTS_LISTED} when there are more (then conflicts_total).`,
+    type: 'conflicts', schema: conflictsSchema, json: (_c, k) => sql`'[' || coalesce(${k.list}, '') || ']'`,
+    returned: 'always', versioned: false, queryable: false, sortable: false
+  },
+  conflicts_total: {
+    title: 'Conflicts in all', description: `Present when there are more than ${CONFLICTS_LISTED} conflicts: how many.`, type: 'integer',
+    schema: Type.Integer({ minimum: CONFLICTS_LISTED + 1 }), json: (_c, k) => sql`${k.total}::text`,
+    returned: 'optional', versioned: false, queryable: false, sortable: false
+  },
+  geometry: {
+    title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', type: 'geometry',
+    value: (c) => c.geom, returned: false, versioned: true, queryable: true, sortable: false
+  }
+} as const satisfies Record<string, SourceProperty>
+
+export type PropertyName = keyof typeof SOURCE_PROPERTIES
+const entries = Object.entries(SOURCE_PROPERTIES) as Array<[PropertyName, SourceProperty]>
+
+/** The properties that satisfy `test`, in the registry's order. */
+export function propertiesWhere (test: (p: SourceProperty) => boolean): Array<[PropertyName, SourceProperty]> {
+  return entries.filter(([, p]) => test(p))
+}
+
+/** The named property; throws for a name that is not one (a programming error: callers check names first). */
+export function property (name: string): SourceProperty {
+  if (!Object.hasOwn(SOURCE_PROPERTIES, name)) throw new Error(`no source property ${name}`)
+  return SOURCE_PROPERTIES[name as PropertyName]
+}
+
+/** Its value over these columns (every property a filter, sort or tile names has one). */
+export function valueOf (name: string, c: SourceColumns): RawBuilder<unknown> {
+  const p = property(name)
+  if (p.value === undefined) throw new Error(`source property ${name} has no value to compute`)
+  return p.value(c)
+}
+
+/** The columns of `sources` (or a relation with its columns) under this alias. */
+export function sourceRow (alias: string): SourceColumns {
+  const col = (name: string) => sql.ref(`${alias}.${name}`)
+  return {
+    id: col('id'), featureId: col('feature_id'), organisation: col('organisation'), geom: col('geom'), period: col('period'),
+    createdAt: col('created_at'), updatedAt: col('updated_at'), version: col('version'), areaM2: col('area_m2')
+  }
+}
+
+/** The columns of a source_versions row under this alias: the source as that version held it. */
+export function versionRow (alias: string): SourceColumns {
+  const col = (name: string) => sql.ref(`${alias}.${name}`)
+  return {
+    ...sourceRow(alias),
+    id: col('source_id'),
+    updatedAt: col('recorded_at'),
+    // Versions written before sql/019 have no stored area.
+    areaM2: sql`coalesce(${col('area_m2')}, lonlat_area_m2(${col('geom')}))`
+  }
+}
+
+/** A timestamp value as the API writes it (db/postgis.ts isoUtc), as JSON text. */
+const isoJson = (ts: RawBuilder<unknown>): RawBuilder<string> => sql<string>`'"' || ${isoUtc(ts)} || '"'`
+
+/** A value as JSON text, by its type (numbers in float8out's shortest exact form, as JavaScript's). */
+function jsonOf (type: PropertyType, v: RawBuilder<unknown>): RawBuilder<unknown> {
+  switch (type) {
+    case 'timestamp': return isoJson(v)
+    case 'string': return sql`to_json(${v})::text`
+    case 'geometry': return stAsGeoJson(v)
+    default: return sql`(${v})::text`
+  }
+}
+
+/**
+ * The conflicts of the source with this id, joined once per row of a read (LEFT JOIN LATERAL …
+ * ON true): the first CONFLICTS_LISTED as JSON text, largest overlap first, and their total only
+ * when there are more (counted then, from the index source_conflict_pairs_by_overlap alone).
+ */
+export function conflictsJoin (id: RawBuilder<unknown>, alias: string): RawBuilder<unknown> {
+  const item = sql`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || c.overlap_m2 || ',"overlap_ratio":' || c.overlap_ratio
+    || ',"overlap_start":' || ${isoJson(sql`lower(c.overlap_period)`)} || ',"overlap_end":' || ${isoJson(sql`upper(c.overlap_period)`)} || '}'`
+  return sql`LEFT JOIN LATERAL (SELECT string_agg(${item}, ',' ORDER BY c.overlap_m2 DESC, c.other_id) AS list,
+      CASE WHEN count(*) = ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT NULLIF(count(*), 0) FROM (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = ${id}
+        OFFSET ${sql.lit(CONFLICTS_LISTED)}) AS beyond) + ${sql.lit(CONFLICTS_LISTED)} END AS total
+    FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
+      WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED)}) AS c) AS ${sql.ref(alias)} ON true`
+}
+
+/** The conflict summary of a row that conflictsJoin joined under this alias. */
+export const conflictSummary = (alias: string): ConflictSummary => ({ list: sql.ref(`${alias}.list`), total: sql.ref(`${alias}.total`) })
+
+/** A version has no conflicts. */
+const NO_CONFLICTS: ConflictSummary = { list: sql`NULL::text`, total: sql`NULL::bigint` }
+
+/**
+ * The GeoJSON Feature of a row as JSON text made by PostgreSQL, its properties those returned
+ * (of a version: those versioned) in the registry's order. GET, items, as_of and versions all
+ * send this text as it is: the service reads one column per Feature instead of parsing a row's
+ * fields and serialising them again.
+ */
+export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'version'): RawBuilder<string> {
+  const isVersion = conflicts === 'version'
+  const k = isVersion ? NO_CONFLICTS : conflicts
+  const members = propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned)).map(([name, p], i) => {
+    const json = p.json !== undefined ? p.json(c, k) : jsonOf(p.type, valueOf(name, c))
+    const key = sql.lit(`${i === 0 ? '' : ','}"${name}":`)
+    if (p.returned === 'optional') return sql`coalesce(${key} || ${json}, '')`
+    if (i === 0 && p.returned !== 'always') throw new Error('the first returned property must always be present')
+    return sql`${key} || ${json}`
+  })
+  return sql<string>`'{"type":"Feature","id":' || to_json(${c.id}) || ',"geometry":' || ${stAsGeoJson(c.geom)}
+    || ',"properties":{' || ${sql.join(members, sql` || `)} || '}}'`
+}
+
+/** The JSON Schema format of a property in the schema and queryables documents. */
+const formatOf = (p: SourceProperty): Record<string, string> =>
+  p.type === 'timestamp' ? { format: 'date-time' } : p.type === 'geometry' ? { format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' } : {}
+
+/** A property's JSON type in the schema and queryables documents. */
+const jsonTypeOf = (p: SourceProperty): Record<string, string> =>
+  p.type === 'geometry' ? {} : { type: p.type === 'timestamp' ? 'string' : p.type === 'conflicts' ? 'array' : p.type }
+
+/** The JSON Schema (2020-12) of a Feature's properties, without $schema and $id (describedBy). */
+export const PROPERTIES_DOCUMENT = {
+  title: 'sources',
+  type: 'object' as const,
+  properties: Object.fromEntries(propertiesWhere((p) => p.returned !== false).map(([name, p]) =>
+    [name, { ...jsonTypeOf(p), ...formatOf(p), description: p.description }]))
+}
+
+/** The queryables (OGC API – Features Part 3), each as a filter sees it. */
+export const QUERYABLE_PROPERTIES = Object.fromEntries(propertiesWhere((p) => p.queryable).map(([name, p]) =>
+  [name, { title: p.title, description: p.description, ...jsonTypeOf(p), ...formatOf(p) }]))
+
+/** The sortby keys of the items, in the registry's order. */
+export const SORTABLE = propertiesWhere((p) => p.sortable).map(([name]) => name)
+
+/** The tile attributes: name, type and how a mark sums it up. */
+export const TILE_PROPERTIES = propertiesWhere((p) => p.tiles !== undefined).map(([name, p]) => ({ name, type: p.type, tiles: p.tiles as NonNullable<SourceProperty['tiles']>, description: p.description }))
