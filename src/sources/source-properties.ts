@@ -247,3 +247,10 @@ export const SORTABLE = propertiesWhere((p) => p.sortable).map(([name]) => name)
 
 /** The tile attributes: name, type and how a mark sums it up. */
 export const TILE_PROPERTIES = propertiesWhere((p) => p.tiles !== undefined).map(([name, p]) => ({ name, type: p.type, tiles: p.tiles as NonNullable<SourceProperty['tiles']>, description: p.description }))
+
+/** The table of the properties in docs/api.md (between its `properties` markers; scripts/docs-tables.mjs writes it, a test holds it). */
+export function propertiesTable (): string {
+  const yes = (b: boolean): string => b ? 'yes' : ''
+  const rows = entries.map(([name, p]) => `| \`${name}\` | ${p.type} | ${p.returned === 'always' ? (p.versioned ? 'yes' : 'yes, not in versions') : p.returned === 'optional' ? 'when it applies' : 'as the Feature\'s own'} | ${yes(p.queryable)} | ${yes(p.sortable)} | ${p.tiles ?? ''} | ${p.description} |`)
+  return ['| property | type | returned | queryable | sortable | in tiles (a mark:) | description |', '|---|---|---|---|---|---|---|', ...rows].join('\n')
+}
