@@ -10,9 +10,8 @@ export function newPairs (insert: SourceInsert, conflicts: ConflictsById): numbe
   const created = new Set(insert.sources.map((s) => s.id))
   let pairs = 0
   for (const id of created) {
-    const found = conflicts.get(id)
-    if (found === undefined) continue
-    const { conflicts: list, total } = conflictsOf(found)
+    const { conflicts: list, total } = conflictsOf(conflicts, id)
+    if (list.length === 0) continue
     const within = list.filter((c) => created.has(c.id)).length
     pairs += (total ?? list.length) - within + within / 2
   }

@@ -5,13 +5,11 @@
 import { ApiError, type ErrorDetail } from '../errors.js'
 import type { ConflictWith } from './sources.schema.js'
 import { conflictsOf } from './source-feature.js'
-import type { ConflictList, ConflictsById, NewSource } from './sources.repository.js'
-
-const NONE: ConflictList = { conflicts: null }
+import type { ConflictsById, NewSource } from './sources.repository.js'
 
 /** A stored source's conflicts as the 201 lists them: ids, and the total beyond 100. */
 export function conflictIds (conflicts: ConflictsById, id: string): { conflicts: string[], conflicts_total?: number } {
-  const { conflicts: list, total } = conflictsOf(conflicts.get(id) ?? NONE)
+  const { conflicts: list, total } = conflictsOf(conflicts, id)
   return { conflicts: list.map((c) => c.id), ...(total !== undefined ? { conflicts_total: total } : {}) }
 }
 
@@ -21,7 +19,7 @@ export interface FeatureConflicts { feature_id: string, conflict: boolean, confl
 export function featureConflicts (conflicts: ConflictsById, sources: NewSource[]): FeatureConflicts[] {
   const indexOf = new Map(sources.map((s, i) => [s.id, i]))
   return sources.map((s) => {
-    const { conflicts: list, total } = conflictsOf(conflicts.get(s.id) ?? NONE)
+    const { conflicts: list, total } = conflictsOf(conflicts, s.id)
     const entries = list.map(({ id, ...overlap }) => {
       const index = indexOf.get(id)
       return index === undefined ? { id, ...overlap } : { feature_index: index, ...overlap }

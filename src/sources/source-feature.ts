@@ -1,17 +1,13 @@
 // What the service says of a stored source beside its Feature text (source-properties.ts
-// featureText): its ETag, and the conflicts a write reads back, as POST answers list them.
+// featureText): its ETag, the conflicts a write reads back, a version's Feature as an object.
 import type { VersionFeatureSchema } from './source-feature.schema.js'
-import { CONFLICTS_LISTED } from './source-properties.js'
-import type { Conflict, ConflictList } from './sources.repository.js'
+import type { ConflictList, ConflictsById } from './sources.repository.js'
 import type { Static } from '@sinclair/typebox'
 
-/** The conflicts as the API lists them: the first CONFLICTS_LISTED, and the total beyond that. */
-export function conflictsOf (row: ConflictList): { conflicts: Conflict[], total?: number } {
-  if (row.conflicts === null) return { conflicts: [] }
-  const list = row.conflicts.list.slice(0, CONFLICTS_LISTED)
-  const conflicts = list.map(([id, overlapM2, overlapRatio, start, end]) => ({ id, overlap_m2: overlapM2, overlap_ratio: overlapRatio, overlap_start: start, overlap_end: end }))
-  return row.conflicts.total === null ? { conflicts } : { conflicts, total: Number(row.conflicts.total) }
-}
+const NONE: ConflictList = { conflicts: [] }
+
+/** The conflicts a write read back of one source (none when it is not in the map). */
+export const conflictsOf = (conflicts: ConflictsById, id: string): ConflictList => conflicts.get(id) ?? NONE
 
 /** The weak ETag of a source's version (RFC 9110): it changes exactly when the source does. */
 export const etagOf = (version: number): string => `W/"${version}"`

@@ -5,12 +5,12 @@
 // MultiPolygon that ST_Dump splits back into rows, in order. When the database rejects a write,
 // diagnoseSources evaluates each constraint per feature (rejections.ts says which one failed).
 // Listings are in sources.listing.ts.
-import { type Compilable, type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
+import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Database, Db, Scope } from '../db/database.js'
 import { multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper } from '../db/postgis.js'
 import type { ValidFeature } from './geojson.js'
-import { CONFLICTS_LISTED, conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
+import { conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
 
 /** A checked feature with the id the service gave it. */
 export interface NewSource extends ValidFeature { id: string }
@@ -29,12 +29,8 @@ export interface Conflict {
   overlap_end: string
 }
 
-/**
- * The conflicts of a new source as a write reads them back: up to CONFLICTS_LISTED + 1 as
- * [id, overlap_m2, overlap_ratio, start, end], and how many it has when more than
- * CONFLICTS_LISTED; null when it has none (most sources: nothing to parse).
- */
-export interface ConflictList { conflicts: { list: Array<[string, number, number, string, string]>, total: number | null } | null }
+/** A source's conflicts as a write reads them back: the first CONFLICTS_LISTED, and the total when there are more. */
+export interface ConflictList { conflicts: Conflict[], total?: number }
 
 /** A source as read: its Feature as JSON text (source-properties.ts featureText), and what the service checks of it. */
 export interface SourceRow {
@@ -71,21 +67,21 @@ export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<v
     ) WITH ORDINALITY AS o(organisation, created_by, ord) ON o.ord = t.ord`.execute(db)
 }
 
-/** The conflicts of each of these sources, as read back (NULL for those without any). */
+/** The conflicts of those of these sources that have any, as featureText lists them (conflictsJoin). */
 export function selectConflictsOf (db: Db, ids: string[]) {
-  return db.selectFrom(sql<{ id: string }>`(SELECT unnest(${ids}::text[]) AS id)`.as('t'))
-    .select((eb) => ['t.id', conflictsColumn(eb.ref('t.id'))])
+  return compilable(db, sql<{ id: string, list: string, total: string | null }>`SELECT t.id, k.list, k.total
+    FROM unnest(${ids}::text[]) AS t(id) ${conflictsJoin(sql.ref('t.id'), 'k')} WHERE k.list IS NOT NULL`)
 }
 
 /** The sources that have conflicts, and theirs; a source without any is not in it. */
 export type ConflictsById = Map<string, ConflictList>
 
-export function conflictsById (rows: Array<{ id: string } & ConflictList>): ConflictsById {
-  return new Map(rows.filter((r) => r.conflicts !== null).map((r) => [r.id, r]))
+export function conflictsById (rows: Array<{ id: string, list: string, total: string | null }>): ConflictsById {
+  return new Map(rows.map((r) => [r.id, { conflicts: JSON.parse(`[${r.list}]`) as Conflict[], ...(r.total !== null ? { total: Number(r.total) } : {}) }]))
 }
 
 export async function conflictsOfSources (db: Db, ids: string[]): Promise<ConflictsById> {
-  return conflictsById(await selectConflictsOf(db, ids).execute())
+  return conflictsById((await db.executeQuery(selectConflictsOf(db, ids).compile())).rows)
 }
 
 class RolledBack extends Error {}
@@ -155,20 +151,6 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
   }))
 }
 
-/**
- * The conflicts of the source with this id, largest overlap first, up to CONFLICTS_LISTED + 1
- * (the extra one says there are more; then the total is counted), as one JSON value. Read from
- * the index source_conflict_pairs_by_overlap alone.
- */
-function conflictsColumn (id: Expression<unknown>) {
-  return sql<ConflictList['conflicts']>`(SELECT CASE WHEN count(*) > 0 THEN json_build_object(
-      'list', json_agg(json_build_array(c.other_id, c.overlap_m2, c.overlap_ratio,
-        ${isoUtc(sql`lower(c.overlap_period)`)}, ${isoUtc(sql`upper(c.overlap_period)`)}) ORDER BY c.overlap_m2 DESC, c.other_id),
-      'total', CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT count(*) FROM source_conflict_pairs AS p WHERE p.source_id = ${id}) END) END
-    FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
-      WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED + 1)}) AS c)`.as('conflicts')
-}
-
 /** A raw statement, compiled for the database it will run on (so that it can be compiled once: db/compiled-query.ts). */
 const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compile: () => query.compile(db) })
 
@@ -204,27 +186,25 @@ export interface SourceEdit { featureId?: string, rings?: number[][][], startAt?
 
 const scoped = (scope: Scope) => scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`
 
-/** The row a change applies to: this id, in the scope, at a version If-Match names. */
-function changeGuard (change: SourceChange) {
-  const versions = change.versions === undefined ? sql`true` : sql`s.version = any(${change.versions}::int[])`
-  return sql`s.id = ${change.id} AND ${scoped(change.scope)} AND ${versions}`
-}
-
 /** Names the writer for the history triggers, for this statement's transaction alone. */
 const writer = (by: string) => sql`writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who)`
 
 /**
- * The values of a change's UPDATE, each one a parameter, so that every change runs one SQL text
- * (the fast path compiles it once: fast/sources-store.ts). null keeps what is stored; null
- * versions is `If-Match: *`. The scope is named, not implied by a missing organisation, so that
- * a missing one matches nothing.
+ * Which row a change (an UPDATE or a DELETE) applies to and who makes it, each value a
+ * parameter, so that every change runs one SQL text (the store compiles it once). null versions
+ * is `If-Match: *`. The scope is named, not implied by a missing organisation, so that a missing
+ * one matches nothing.
  */
-export type UpdateValues = {
+export type ChangeValues = {
   id: string
   scope: 'all' | 'organisation'
   organisation: string | null
   versions: number[] | null
   by: string
+}
+
+/** What an UPDATE sets besides: null keeps what is stored. */
+export type UpdateValues = ChangeValues & {
   featureId: string | null
   /** The new polygon as a one-member MultiPolygon's EWKB (db/ewkb.ts). */
   geom: Buffer | null
@@ -232,13 +212,19 @@ export type UpdateValues = {
   endAt: string | null
 }
 
-export function updateValues (change: SourceChange, edit: SourceEdit): UpdateValues {
+export function changeValues (change: SourceChange): ChangeValues {
   return {
     id: change.id,
     scope: change.scope === 'all' ? 'all' : 'organisation',
     organisation: change.scope === 'all' ? null : change.scope.organisation,
     versions: change.versions ?? null,
-    by: change.by,
+    by: change.by
+  }
+}
+
+export function updateValues (change: SourceChange, edit: SourceEdit): UpdateValues {
+  return {
+    ...changeValues(change),
     featureId: edit.featureId ?? null,
     geom: edit.rings === undefined ? null : multiPolygonEwkb([edit.rings]),
     startAt: edit.startAt ?? null,
@@ -247,9 +233,15 @@ export function updateValues (change: SourceChange, edit: SourceEdit): UpdateVal
 }
 
 /**
- * One UPDATE, one statement: the version check in its WHERE (so of two changes from one version,
- * the second re-checks the row it waited for and changes nothing) and the writer named in the
- * same statement. It answers the id changed; the store then reads the source as GET does: its
+ * The row a change applies to: this id, in the scope, at a version If-Match names. In the
+ * statement's WHERE, so of two changes from one version the second re-checks the row it waited
+ * for and changes nothing.
+ */
+const changeGuard = (v: ChangeValues) => sql`s.id = ${v.id} AND (${v.scope}::text = 'all' OR s.organisation = ${v.organisation}::text)
+  AND (${v.versions}::int[] IS NULL OR s.version = any(${v.versions}::int[]))`
+
+/**
+ * One UPDATE, one statement: the guard in its WHERE and the writer named in the same statement. It answers the id changed; the store then reads the source as GET does: its
  * conflicts are written by an AFTER trigger at the end of the statement, after RETURNING.
  */
 export function updateSourceQuery (v: UpdateValues) {
@@ -257,22 +249,14 @@ export function updateSourceQuery (v: UpdateValues) {
     UPDATE sources AS s
     SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
       period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)')
-    FROM writer
-    WHERE s.id = ${v.id} AND (${v.scope}::text = 'all' OR s.organisation = ${v.organisation}::text)
-      AND (${v.versions}::int[] IS NULL OR s.version = any(${v.versions}::int[]))
+    FROM writer WHERE ${changeGuard(v)}
     RETURNING s.id`
 }
 
-/** The change made (updateSourceQuery): the id changed, or undefined when nothing changed. */
-export async function updateSource (db: Db, change: SourceChange, edit: SourceEdit): Promise<string | undefined> {
-  return (await updateSourceQuery(updateValues(change, edit)).execute(db)).rows[0]?.id
-}
-
-/** Deletes a source (its history stays in source_versions); the version its deletion is, or undefined when nothing was deleted. */
-export async function deleteSource (db: Db, change: SourceChange): Promise<number | undefined> {
-  const { rows } = await sql<{ version: number }>`WITH ${writer(change.by)}
-    DELETE FROM sources AS s USING writer WHERE ${changeGuard(change)} RETURNING s.version + 1 AS version`.execute(db)
-  return rows[0]?.version
+/** Deletes a source (its history stays in source_versions), under the same guard as an UPDATE: the version its deletion is. */
+export function deleteSourceQuery (v: ChangeValues) {
+  return sql<{ version: number }>`WITH ${writer(v.by)}
+    DELETE FROM sources AS s USING writer WHERE ${changeGuard(v)} RETURNING s.version + 1 AS version`
 }
 
 /** The current version of a source visible in the scope (after a change that changed nothing: why). */

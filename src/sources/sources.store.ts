@@ -1,7 +1,7 @@
 // The one door from the sources and items routes to storage: what they need, on the app's
 // database (or a replica's). Every hot query is compiled once (db/compiled-query.ts) and only
 // bound to each request's values: GET by id, listings (once per shape of their input), a
-// change's UPDATE and the source read back after it. With `batching`, concurrent reads and
+// change's UPDATE and the source read back after it, a DELETE. With `batching`, concurrent reads and
 // writes also go out together (db/batcher.ts) once as many as it allows are running; the
 // answers are the same (npm test runs test/sources both ways).
 import type { Compilable, CompiledQuery, Kysely } from 'kysely'
@@ -9,8 +9,8 @@ import type { Database, Db, Scope } from '../db/database.js'
 import { Batcher } from '../db/batcher.js'
 import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/compiled-query.js'
 import {
-  type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
-  conflictsById, deleteSource, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
+  type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
+  changeValues, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
 import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, sourcesExtent } from './sources.listing.js'
@@ -62,10 +62,11 @@ export interface Batching {
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
+const changePlaceholders: ChangeValues = { id: placeholder('id'), scope: placeholder('scope') as ChangeValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by') }
 const updateOne = compileOnce<UpdateValues, { id: string }>({
-  id: placeholder('id'), scope: placeholder('scope') as UpdateValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by'),
-  featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
+  ...changePlaceholders, featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
 }, (v) => ({ compile: () => updateSourceQuery(v).compile(queryBuilder) }))
+const deleteOne = compileOnce<ChangeValues, { version: number }>(changePlaceholders, (v) => ({ compile: () => deleteSourceQuery(v).compile(queryBuilder) }))
 
 /** Listing queries compiled once per shape of their input (compileByShape; LIST_INPUT_SHAPE_KEYS says what a shape is). */
 function compiledListing (db: Kysely<Database>): RunListing {
@@ -143,7 +144,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
       const changed = (await db.executeQuery(updateOne(updateValues(change, edit)))).rows[0]
       return changed === undefined ? undefined : (await readByIds([changed.id]))[0]
     },
-    delete: (change) => deleteSource(db, change),
+    delete: async (change) => (await db.executeQuery(deleteOne(changeValues(change)))).rows[0]?.version,
     version: (id, scope) => findVersion(db, id, scope),
     deletion: (id, scope) => findDeletion(db, id, scope),
     versions: (id, scope, page) => findVersions(db, id, scope, page),
