@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
-import type { AppConfig } from './config.js'
+import { type AppConfig, sections } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError, ErrorBodySchemas, errorResponses } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
@@ -56,26 +56,28 @@ export interface AppOptions {
 }
 
 export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
+  // Each plugin and route module is given its own section of the configuration.
+  const section = sections(config)
   const app = Fastify({
     ...(loggerInstance !== undefined ? { loggerInstance } : { logger: false }),
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    trustProxy: config.TRUST_PROXY,
+    bodyLimit: section.limits.BODY_LIMIT_BYTES,
+    trustProxy: section.http.TRUST_PROXY,
     // A client's own X-Request-ID is kept when it is well-formed, so both sides quote one id.
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
-    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
-    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: section.http.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: section.http.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     // Node's defaults (60 s for a request head, checked every 30 s) held idle and slowloris
     // connections for up to ~90 s.
-    http: { headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: config.HTTP_CONNECTIONS_CHECK_MS },
+    http: { headersTimeout: section.http.HTTP_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: section.http.HTTP_CONNECTIONS_CHECK_MS },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     // The router's own errors (a path that is not percent-encoded UTF-8: 400; a path segment over
     // its maxParamLength: 414) and Node's (431, 408, not HTTP) in the one error shape.
     frameworkErrors: errorHandler,
-    clientErrorHandler: clientErrorHandler({ headersMs: config.HTTP_HEADERS_TIMEOUT_MS, requestMs: config.HTTP_REQUEST_TIMEOUT_MS }),
+    clientErrorHandler: clientErrorHandler({ headersMs: section.http.HTTP_HEADERS_TIMEOUT_MS, requestMs: section.http.HTTP_REQUEST_TIMEOUT_MS }),
     // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } }
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -102,11 +104,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   // Before the routes, so that every route is timed (when metrics are on: METRICS_TOKEN or METRICS_PORT).
   const metrics = createMetrics()
   metrics.addPool('primary', db)
-  await app.register(metricsPlugin, { config, metrics })
+  await app.register(metricsPlugin, { config: section.ops, metrics })
   // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
   // with no inline script or style, nosniff, frames denied. Images may also come from the
   // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
-  const tiles = tileOrigin(config.MAP_TILE_URL)
+  const tiles = tileOrigin(section.map.MAP_TILE_URL)
   await app.register(securityHeaders, {
     helmet: {
       contentSecurityPolicy: {
@@ -138,54 +140,54 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   const apiKeys = apiKeyStore(db)
   // Failed logins and wrong API keys, counted in the database (shared by every instance).
   const throttle = new LoginThrottle(accounts.failures, {
-    pairMaxFailures: config.LOGIN_MAX_FAILURES,
-    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
-    emailSlowdownAfter: config.LOGIN_EMAIL_SLOWDOWN_AFTER,
-    emailMaxDelayMs: config.LOGIN_EMAIL_MAX_DELAY_MS,
-    windowSeconds: config.LOGIN_FAILURE_WINDOW_SECONDS
+    pairMaxFailures: section.limits.LOGIN_MAX_FAILURES,
+    addressMaxFailures: section.limits.LOGIN_ADDRESS_MAX_FAILURES,
+    emailSlowdownAfter: section.limits.LOGIN_EMAIL_SLOWDOWN_AFTER,
+    emailMaxDelayMs: section.limits.LOGIN_EMAIL_MAX_DELAY_MS,
+    windowSeconds: section.limits.LOGIN_FAILURE_WINDOW_SECONDS
   })
   // One store per database, batching concurrent requests unless DB_FAST_PATH is off; with
   // DATABASE_REPLICA_URLS, one per replica too, reads routed among them (ops/replica-store.ts).
-  const batching = config.DB_FAST_PATH ? { readsInFlight: config.DB_READS_IN_FLIGHT, writesInFlight: config.DB_WRITES_IN_FLIGHT, maxFeatures: config.MAX_FEATURES } : undefined
+  const { DB_FAST_PATH, DB_READS_IN_FLIGHT, DB_WRITES_IN_FLIGHT } = section.database
+  const batching = DB_FAST_PATH ? { readsInFlight: DB_READS_IN_FLIGHT, writesInFlight: DB_WRITES_IN_FLIGHT, maxFeatures: section.sources.MAX_FEATURES } : undefined
   const storeOn = (on: Kysely<Database>) => sourceStore(on, batching)
-  const replicas = await openReplicas(config, db, metrics, app.log)
+  const replicas = await openReplicas(section.database, db, metrics, app.log)
   const sources = countedSourceStore(replicas === undefined ? storeOn(db) : replicaSourceStore(storeOn(db), replicas, (r) => storeOn(r.db)), metrics)
 
   await app.register(dbPlugin, { db })
-  await app.register(authPlugin, { config, accounts, keys: apiKeys, throttle })
-  await app.register(rateLimitPlugin, { config })
-  await app.register(largeBodiesPlugin, { config })
+  await app.register(authPlugin, { config: section.auth, accounts, keys: apiKeys, throttle })
+  await app.register(rateLimitPlugin, { config: section.limits })
+  await app.register(largeBodiesPlugin, { config: section.limits })
   await app.register(replicasPlugin, { replicas })
 
   await app.register(healthRoutes, { health: healthStore(db), replicas: replicas === undefined ? undefined : () => replicas.states() })
   await app.register(tokenRoutes, { accounts, throttle })
-  await app.register(oauthRoutes, { config })
-  await app.register(apiKeysRoutes, { config, keys: apiKeys })
-  await app.register(sourcesRoutes, { config, store: sources })
-  await app.register(featuresRoutes, { config, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(oauthRoutes, { config: section.auth })
+  await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
+  await app.register(sourcesRoutes, { config: section.sources, store: sources })
+  await app.register(featuresRoutes, { config: section.sources, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
   await app.register(tilesRoutes, {
-    store: plainTileStore(db, { maxBytes: config.TILES_MAX_BYTES }),
-    maxFeatures: config.TILES_MAX_FEATURES,
-    maxBytes: config.TILES_MAX_BYTES,
-    maxAgeSeconds: config.TILES_MAX_AGE_SECONDS,
-    drawing: new AdmissionQueue(Math.max(1, Math.min(config.TILES_CONCURRENCY, config.DB_POOL_MAX - 1)), config.TILES_QUEUE)
+    config: section.tiles,
+    store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES }),
+    // A connection is always left for other requests.
+    drawing: new AdmissionQueue(Math.max(1, Math.min(section.tiles.TILES_CONCURRENCY, section.database.DB_POOL_MAX - 1)), section.tiles.TILES_QUEUE)
   })
-  await app.register(mapRoutes, { config })
+  await app.register(mapRoutes, { config: section.map })
   // Events: the hub watches the feed for this instance's streams and deliverer, which start once
   // the app is ready and stop when it closes.
   const events = eventStore(db)
-  const hub = new EventHub(events, { pollMs: config.EVENTS_POLL_MS, listenUrl: config.EVENTS_LISTEN_URL, log: app.log })
+  const hub = new EventHub(events, { pollMs: section.events.EVENTS_POLL_MS, listenUrl: section.events.EVENTS_LISTEN_URL, log: app.log })
   const deliverer = new Deliverer(events, hub, {
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-    leaseMs: config.WEBHOOK_LEASE_MS,
-    retryBaseMs: config.WEBHOOK_RETRY_BASE_MS,
-    retryForSeconds: config.WEBHOOK_RETRY_FOR,
-    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+    concurrency: section.events.WEBHOOK_CONCURRENCY,
+    timeoutMs: section.events.WEBHOOK_TIMEOUT_MS,
+    leaseMs: section.events.WEBHOOK_LEASE_MS,
+    retryBaseMs: section.events.WEBHOOK_RETRY_BASE_MS,
+    retryForSeconds: section.events.WEBHOOK_RETRY_FOR,
+    allowPrivate: section.events.WEBHOOK_ALLOW_PRIVATE,
     log: app.log
   })
-  await app.register(eventsRoutes, { config, store: events, hub, cursors: cursorCodec(config.JWT_SECRET) })
-  await app.register(subscriptionsRoutes, { config, store: events })
+  await app.register(eventsRoutes, { config: section.events, store: events, hub, cursors: cursorCodec(section.auth.JWT_SECRET) })
+  await app.register(subscriptionsRoutes, { config: section.events, store: events })
   app.addHook('onReady', async () => { hub.start(); deliverer.start() })
   app.addHook('preClose', async () => { await deliverer.close(); await hub.close() })
   app.get('/openapi.json', {

@@ -1,90 +1,156 @@
 // Environment → typed, frozen Config. Validated once at start-up; a missing or malformed
-// variable stops the process with one line naming it.
-import { type Static, Type } from '@sinclair/typebox'
+// variable stops the process with one line naming it. One TypeBox object per concern (a section),
+// composed into the one ConfigSchema; sections() gives each plugin and route module its own.
+// Descriptions are Markdown: docs/operations.md's tables are generated from them (config-docs.ts).
+import { type Static, type TObject, Type } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 
-export const ConfigSchema = Type.Object({
-  NODE_ENV: Type.Union([Type.Literal('production'), Type.Literal('development'), Type.Literal('test')], { default: 'development' }),
-  HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
-  PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
-  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
-  TRUST_PROXY: Type.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
-
-  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, description: 'A connection must send a whole request head within this time (idle and slowloris connections are closed; 408 when a request was begun).' }),
+export const HttpEnvSchema = Type.Object({
+  HOST: Type.String({ default: '127.0.0.1', minLength: 1, description: 'Address to listen on (`0.0.0.0`: every interface).' }),
+  PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'Port to listen on.' }),
+  TRUST_PROXY: Type.Boolean({ default: false, description: 'Take the client address from `X-Forwarded-For` (only behind a proxy you run).' }),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, description: 'A connection must send a whole request head within this time: idle and slowloris connections are closed, a begun request gets 408. At most `HTTP_REQUEST_TIMEOUT_MS`.' }),
   HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ default: 60000, minimum: 100, description: 'A whole request, body included, must arrive within this time (408 otherwise).' }),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 5000, minimum: 100, description: 'An idle kept-alive connection is closed after this time; behind a load balancer, set it above the balancer\'s idle timeout.' }),
-  HTTP_CONNECTIONS_CHECK_MS: Type.Integer({ default: 1000, minimum: 100, description: 'How often the header and request timeouts are checked.' }),
+  HTTP_CONNECTIONS_CHECK_MS: Type.Integer({ default: 1000, minimum: 100, description: 'How often the header and request timeouts are checked (a connection lives at most this much past its timeout).' })
+}, { title: 'HTTP', description: 'Listening, proxies and connection timeouts.' })
 
-  DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: 'postgres://user:password@host:port/database; without it the embedded database in DATA_DIR is used.' })),
-  DATA_DIR: Type.String({ default: './data', minLength: 1, description: 'Embedded backend: where the database, the generated JWT secret and the lock live.' }),
-  ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3, description: 'Embedded backend, first start: e-mail of the admin account created when there is none.' })),
-  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12, description: 'Embedded backend, first start: its password (generated and printed once when not given).' })),
-  ADMIN_ORG: Type.String({ default: 'default', minLength: 1 }),
-  DB_POOL_MAX: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
-  DB_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 100 }),
-  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 100 }),
-  DB_FAST_PATH: Type.Boolean({ default: true, description: 'Batch concurrent reads and writes, compile queries once and prepare statements (src/fast/); false runs the plain path alone.' }),
-  DB_POOL_MODE: Type.Union([Type.Literal('session'), Type.Literal('transaction')], { default: 'session', description: 'session: straight to PostgreSQL (or a session-pooling PgBouncer). transaction: behind a transaction-pooling PgBouncer: no named prepared statements and no startup parameters (statement_timeout, TimeZone); the statement timeout is then enforced by the client.' }),
-  DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; further reads wait and go out together as one query.' }),
-  DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; further requests wait and go out together as one INSERT.' }),
-  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^postgres(ql)?://[^,]+(,postgres(ql)?://[^,]+)*$', description: 'Comma-separated postgres:// URLs of streaming replicas of DATABASE_URL: reads that tolerate lag (items, GET /sources/?id=, collections) go to a healthy one; writes, and reads that must see them, to the primary.' })),
-  REPLICA_MAX_LAG_MS: Type.Integer({ default: 5000, minimum: 0, description: 'A replica further behind the primary than this is skipped until it catches up.' }),
+export const DatabaseEnvSchema = Type.Object({
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: '`postgres://user:password@host:port/database` of a PostGIS server; without it the embedded PostGIS in `DATA_DIR` is used.' })),
+  DATA_DIR: Type.String({ default: './data', minLength: 1, description: 'Embedded backend: where the database, the generated JWT secret (`jwt-secret`) and the lock live.' }),
+  ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3, description: 'Embedded backend, first start: e-mail of the admin account created when there is none (unset: `admin@localhost`).' })),
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12, description: 'Embedded backend, first start: its password (unset: generated and printed once). Needs `ADMIN_EMAIL`.' })),
+  ADMIN_ORG: Type.String({ default: 'default', minLength: 1, description: 'Embedded backend, first start: the admin account\'s organisation.' }),
+  DB_POOL_MAX: Type.Integer({ default: 10, minimum: 1, maximum: 200, description: 'Connection pool size per instance. Size it to the database: all instances\' pools together about 2 connections per core of the PostgreSQL host; more keeps more statements running than the cores can serve ([figures](performance.md#ogc-api-items-1000000-sources-five-runs-of-063217f-2026-11-24)).' }),
+  DB_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 100, description: 'After this, a request waiting for a connection gets 503.' }),
+  DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 100, description: 'PostgreSQL `statement_timeout` (with `DB_POOL_MODE=transaction`: the client\'s query timeout).' }),
+  DB_FAST_PATH: Type.Boolean({ default: true, description: 'Batch concurrent reads and writes: once `DB_READS_IN_FLIGHT` (`DB_WRITES_IN_FLIGHT`) are running, further ones go out together as one statement (`src/sources/sources.store.ts`); `false` sends each request\'s statements alone, with the same answers.' }),
+  DB_POOL_MODE: Type.Union([Type.Literal('session'), Type.Literal('transaction')], { default: 'session', description: '`session`: straight to PostgreSQL (or a session-pooling PgBouncer). `transaction`: behind a transaction-pooling PgBouncer: no named prepared statements and no startup parameters (`statement_timeout`, `TimeZone`); the statement timeout is then enforced by the client ([PgBouncer](#pgbouncer)).' }),
+  DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; under load, further reads wait and go out together as one query.' }),
+  DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; under load, further requests wait and go out together as one INSERT.' }),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^postgres(ql)?://[^,]+(,postgres(ql)?://[^,]+)*$', description: 'Comma-separated `postgres://` URLs of streaming replicas of `DATABASE_URL`: reads that tolerate lag (items, GET /sources/?id=, collections) go to a healthy one; writes, and reads that must see them, to the primary ([read replicas](#read-replicas)).' })),
+  REPLICA_MAX_LAG_MS: Type.Integer({ default: 5000, minimum: 0, description: 'A replica further behind the primary than this, or not answering, is skipped until it catches up.' }),
   REPLICA_MAX_WAIT_MS: Type.Integer({ default: 100, minimum: 0, maximum: 10000, description: 'Read your writes: a read that must see a write waits this long for a replica to replay it, then reads the primary.' }),
-  REPLICA_CHECK_MS: Type.Integer({ default: 1000, minimum: 50, description: 'How often each replica\'s state and lag are checked.' }),
+  REPLICA_CHECK_MS: Type.Integer({ default: 1000, minimum: 50, description: 'How often each replica\'s state and lag are checked.' })
+}, { title: 'Database', description: 'The PostGIS server or the embedded database, its pool, and read replicas.' })
 
-  JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'HMAC key for HS256 tokens, at least 32 bytes. Required with DATABASE_URL; the embedded backend generates one and keeps it in DATA_DIR.' })),
-  JWT_ISSUER: Type.String({ default: 'source-registry', minLength: 1 }),
-  JWT_AUDIENCE: Type.String({ default: 'source-registry', minLength: 1 }),
-  TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800 }),
+export const AuthEnvSchema = Type.Object({
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'HMAC key for HS256 tokens, at least 32 bytes (`openssl rand -base64 48`). Required with `DATABASE_URL`; the embedded backend generates one into `DATA_DIR/jwt-secret`.' })),
+  JWT_ISSUER: Type.String({ default: 'source-registry', minLength: 1, description: 'The tokens\' `iss` claim, checked on every request.' }),
+  JWT_AUDIENCE: Type.String({ default: 'source-registry', minLength: 1, description: 'The tokens\' `aud` claim, checked on every request.' }),
+  TOKEN_TTL_SECONDS: Type.Integer({ default: 3600, minimum: 60, maximum: 604800, description: 'Token lifetime (`expires_in`).' }),
   ACCOUNT_CACHE_TTL_SECONDS: Type.Integer({ default: 30, minimum: 0, maximum: 60, description: 'How long an account\'s status, and an API key\'s, is trusted without reading the database: a disabled account or a revoked key is refused on every instance within this time.' }),
   API_KEY_MAX_PER_ACCOUNT: Type.Integer({ default: 50, minimum: 1, maximum: 10000, description: 'API keys in force (neither revoked nor expired) an account may hold; POST /api-keys beyond it is a 409.' }),
-  API_KEY_LAST_USED_INTERVAL_SECONDS: Type.Integer({ default: 60, minimum: 1, maximum: 86400, description: 'An API key\'s last use is written at most this often per key and instance (its last_used_at is that precise).' }),
+  API_KEY_LAST_USED_INTERVAL_SECONDS: Type.Integer({ default: 60, minimum: 1, maximum: 86400, description: 'An API key\'s last use is written at most this often per key and instance (its `last_used_at` is that precise).' })
+}, { title: 'Authentication', description: 'Tokens, the account cache and API keys.' })
 
-  MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', pattern: '^(none|https?://[^/]+/.*)$', description: 'The map page\'s basemap tiles ({z}/{x}/{y}, optionally {s}); "none" for an offline page on a plain background with a graticule.' }),
-  MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' }),
-  ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page is read and sent this many rows at a time (memory per request stays bounded whatever limit is).' }),
-  ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: numberMatched is counted on a first page up to this many matches and left out beyond.' }),
+export const SourcesEnvSchema = Type.Object({
+  CONFLICT_POLICY: Type.Union([Type.Literal('record'), Type.Literal('reject')], { default: 'record', description: 'POST /sources when a new source would conflict with another: `record` (201; the conflict is a status of both) or `reject` (409 `SOURCE_OVERLAP`, nothing stored). A request\'s `on_conflict` overrides it.' }),
+  CONFLICT_TOLERANCE_M: Type.Number({ default: 9, minimum: 0, maximum: 1000, description: 'Metres each area is shrunk inward before two overlapping areas conflict (0: any overlap of positive area). It lives in the database (`source_conflict_settings`): `make migrate` (and the embedded backend at start) applies it and, when it changed, computes every pair again; a service on a PostGIS server whose database holds another value refuses to start, naming both. Give every instance and `make migrate` the same value.' }),
+  MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000, description: 'Features a POST may create at once (a larger collection is a 400).' }),
+  ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page up to this many rows is read in one query; a larger one is streamed in chunks of about 128 KB (at most this many rows each), so memory per request stays bounded whatever `limit` is.' }),
+  ITEMS_COUNT_MAX: Type.Integer({ default: 100000, minimum: 0, maximum: 10000000, description: 'OGC API items: `numberMatched` is counted on a first page up to this many matches and left out beyond.' })
+}, { title: 'Sources and features', description: 'Conflicts between sources, features per POST, and OGC API items pages.' })
+
+export const TilesEnvSchema = Type.Object({
   TILES_MAX_FEATURES: Type.Integer({ default: 10000, minimum: 100, maximum: 1000000, description: 'Vector tiles: at most this many features a tile, the largest first (small sources are merged into marks first).' }),
   TILES_MAX_BYTES: Type.Integer({ default: 512000, minimum: 10000, description: 'Vector tiles: a tile over this many bytes is drawn again with half the features, down to 100.' }),
-  TILES_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 200, description: 'Vector tiles: at most this many tiles drawn at once by an instance (a zoomed-out tile costs the database up to seconds); the rest wait in order, holding no connection. Never more than DB_POOL_MAX − 1, so other requests always find a connection.' }),
-  TILES_QUEUE: Type.Integer({ default: 256, minimum: 0, description: 'Vector tiles waiting to be drawn; beyond this, 503 with Retry-After.' }),
-  TILES_MAX_AGE_SECONDS: Type.Integer({ default: 10, minimum: 0, maximum: 3600, description: 'Vector tiles: Cache-Control: private, max-age; after it a client revalidates with its ETag (304).' }),
-  CONFLICT_POLICY: Type.Union([Type.Literal('record'), Type.Literal('reject')], { default: 'record', description: 'POST /sources when a new source would conflict with another: record (201; the conflict is a status of both) or reject (409 SOURCE_OVERLAP, nothing stored). A request\'s on_conflict overrides it.' }),
-  CONFLICT_TOLERANCE_M: Type.Number({ default: 9, minimum: 0, maximum: 1000, description: 'Metres each area is shrunk inward before two overlapping areas conflict (0: any overlap of positive area). Kept in the database: migrate applies it (recomputing every pair when it changes), and the service refuses to start when the database holds another value.' }),
-  MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000 }),
-  BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024 }),
-  LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted LARGE_BODY_CONCURRENCY at a time.' }),
-  LARGE_BODY_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, description: 'Large bodies read and processed at once; the rest wait before their body is read.' }),
-  LARGE_BODY_QUEUE: Type.Integer({ default: 64, minimum: 0, description: 'Large bodies that may wait; beyond this, 503 with Retry-After.' }),
+  TILES_MAX_AGE_SECONDS: Type.Integer({ default: 10, minimum: 0, maximum: 3600, description: 'Vector tiles: `Cache-Control: private, max-age`; after it a client revalidates with its ETag (304).' }),
+  TILES_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 200, description: 'Vector tiles drawn at once per instance (never more than `DB_POOL_MAX` − 1, so other requests always find a connection); the others wait in order without holding a connection. A zoomed-out tile costs the database up to seconds: about one per core of PostgreSQL is right.' }),
+  TILES_QUEUE: Type.Integer({ default: 256, minimum: 0, description: 'Vector tiles that may wait to be drawn; beyond, 503 with `Retry-After: 1`.' })
+}, { title: 'Vector tiles', description: 'OGC API – Tiles (`/collections/sources/tiles`).' })
 
-  EVENTS_LISTEN_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'A direct postgres:// connection (not through a transaction-pooling PgBouncer) on which the service LISTENs for new events: SSE streams and webhooks learn of them at commit. Without it each instance polls every EVENTS_POLL_MS.' })),
-  EVENTS_POLL_MS: Type.Integer({ default: 500, minimum: 20, maximum: 60000, description: 'How often each instance looks for new events when it does not LISTEN (with EVENTS_LISTEN_URL: a fallback every 10 × this).' }),
+export const MapEnvSchema = Type.Object({
+  MAP_TILE_URL: Type.String({ default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png', pattern: '^(none|https?://[^/]+/.*)$', description: 'The map page\'s basemap, an `http(s)://` URL (`{z}/{x}/{y}`, optionally `{s}`) whose origin the CSP allows; `none`: no basemap, a graticule on a plain background, no request leaves the service.' }),
+  MAP_TILE_ATTRIBUTION: Type.String({ default: '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors', description: 'The basemap\'s attribution (HTML, shown as Leaflet shows attributions).' })
+}, { title: 'Map page', description: 'The page at `/map`.' })
+
+export const EventsEnvSchema = Type.Object({
+  EVENTS_LISTEN_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'A **direct** `postgres://` connection (not through a transaction-pooling PgBouncer) on which each instance LISTENs for new events, so SSE streams and webhooks learn of them at commit. Unset: each instance polls every `EVENTS_POLL_MS` ([events](#events-listen-and-pgbouncer)). Needs `DATABASE_URL`.' })),
+  EVENTS_POLL_MS: Type.Integer({ default: 500, minimum: 20, maximum: 60000, description: 'How often each instance looks for new events when it does not LISTEN (with `EVENTS_LISTEN_URL`: a fallback every 10 × this).' }),
   EVENTS_HEARTBEAT_MS: Type.Integer({ default: 15000, minimum: 100, maximum: 15000, description: 'An SSE stream sends a comment at least this often, so proxies keep it open.' }),
-  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false, description: 'Allow webhook URLs on http and on loopback, private, link-local and metadata addresses (development and tests only).' }),
-  WEBHOOK_RETRY_FOR: Type.Integer({ default: 86400, minimum: 1, description: 'Seconds a subscription\'s deliveries are retried (exponential backoff with jitter) before it is marked failing; it is still retried then, every hour at most.' }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false, description: 'Allow webhook URLs on `http` and on loopback, private, link-local and metadata addresses: development and tests only.' }),
+  WEBHOOK_RETRY_FOR: Type.Integer({ default: 86400, minimum: 1, description: 'Seconds a subscription\'s deliveries are retried (exponential backoff with jitter) before it is marked `failing`; it is still retried then, every hour at most.' }),
   WEBHOOK_RETRY_BASE_MS: Type.Integer({ default: 5000, minimum: 10, description: 'The first retry\'s delay; each further one doubles it (up to an hour), with jitter.' }),
   WEBHOOK_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 60000, description: 'A receiver must answer within this time, or the delivery is retried.' }),
   WEBHOOK_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 100, description: 'Subscriptions each instance delivers to at once (each one in order).' }),
-  WEBHOOK_LEASE_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'How long an instance holds a subscription it delivers; a killed instance\'s subscriptions are taken over after this.' }),
-  WEBHOOK_MAX_PER_ORG: Type.Integer({ default: 20, minimum: 1, maximum: 10000, description: 'Webhook subscriptions an organisation may hold; POST /subscriptions beyond it is a 409.' }),
+  WEBHOOK_LEASE_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'How long an instance holds a subscription it delivers (at least 2 × `WEBHOOK_TIMEOUT_MS`); a killed instance\'s subscriptions are taken over after this.' }),
+  WEBHOOK_MAX_PER_ORG: Type.Integer({ default: 20, minimum: 1, maximum: 10000, description: 'Webhook subscriptions an organisation may hold; POST /subscriptions beyond it is a 409.' })
+}, { title: 'Events and webhooks', description: 'The feed, SSE streams and webhook deliveries.' })
 
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'Serve GET /metrics (Prometheus) on the service\'s port to requests bearing this token.' })),
-  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Serve GET /metrics (Prometheus), without a token, on this port of HOST instead. Without it and METRICS_TOKEN there are no metrics.' })),
-
+export const LimitsEnvSchema = Type.Object({
+  BODY_LIMIT_BYTES: Type.Integer({ default: 10485760, minimum: 1024, description: 'Request body limit (413 above).' }),
+  LARGE_BODY_BYTES: Type.Integer({ default: 65536, minimum: 0, description: 'POST /sources bodies over this size (or of unknown size) are admitted `LARGE_BODY_CONCURRENCY` at a time.' }),
+  LARGE_BODY_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, description: 'Large bodies read and processed at once; the rest wait before their body is read.' }),
+  LARGE_BODY_QUEUE: Type.Integer({ default: 64, minimum: 0, description: 'Large bodies that may wait; beyond, 503 with `Retry-After: 1`.' }),
   RATE_LIMIT_MAX: Type.Integer({ default: 1200, minimum: 1, description: 'Requests per account (or per address when unauthenticated) per window.' }),
-  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1 }),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'redis://host:port: rate-limit counters shared by every instance. Without it each process counts alone.' })),
+  RATE_LIMIT_WINDOW_SECONDS: Type.Integer({ default: 60, minimum: 1, description: 'The rate limit\'s window.' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: '`redis://host:port` (or `rediss://`): rate-limit counters shared by every instance. Unset: each process counts alone.' })),
   REDIS_TIMEOUT_MS: Type.Integer({ default: 500, minimum: 10, description: 'A rate-limit check waits this long for Redis; then the request is let through (fail open) and a warning logged.' }),
   LOGIN_MAX_FAILURES: Type.Integer({ default: 5, minimum: 1, description: 'Failed logins per (address, e-mail) pair per window before that pair gets 429.' }),
   LOGIN_ADDRESS_MAX_FAILURES: Type.Integer({ default: 20, minimum: 1, description: 'Failed logins per address (any e-mail) per window before that address gets 429.' }),
   LOGIN_EMAIL_SLOWDOWN_AFTER: Type.Integer({ default: 10, minimum: 1, description: 'Failed logins per e-mail (any address) per window after which every login for it is slowed, never refused.' }),
   LOGIN_EMAIL_MAX_DELAY_MS: Type.Integer({ default: 10000, minimum: 0, description: 'The slowdown starts at 250 ms and doubles per further failure up to this.' }),
-  LOGIN_FAILURE_WINDOW_SECONDS: Type.Integer({ default: 900, minimum: 1 })
+  LOGIN_FAILURE_WINDOW_SECONDS: Type.Integer({ default: 900, minimum: 1, description: 'The window failed logins are counted in.' })
+}, { title: 'Limits', description: 'Request bodies, rate limits and the login throttle.' })
+
+export const OpsEnvSchema = Type.Object({
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info', description: 'pino log level; `silent` to turn logging off.' }),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, description: 'Serve GET /metrics (Prometheus) on the service\'s port to requests bearing this token.' })),
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Serve GET /metrics (Prometheus), without a token, on this port of `HOST` instead; keep it off the public network. Without it and `METRICS_TOKEN` there are no metrics.' }))
+}, { title: 'Logs and metrics', description: 'What the service tells its operators ([metrics](#metrics)).' })
+
+/** The sections, in the order docs/operations.md lists them. */
+export const ConfigSections = {
+  http: HttpEnvSchema,
+  database: DatabaseEnvSchema,
+  auth: AuthEnvSchema,
+  sources: SourcesEnvSchema,
+  tiles: TilesEnvSchema,
+  map: MapEnvSchema,
+  events: EventsEnvSchema,
+  limits: LimitsEnvSchema,
+  ops: OpsEnvSchema
+} satisfies Record<string, TObject>
+
+export const ConfigSchema = Type.Object({
+  ...HttpEnvSchema.properties,
+  ...DatabaseEnvSchema.properties,
+  ...AuthEnvSchema.properties,
+  ...SourcesEnvSchema.properties,
+  ...TilesEnvSchema.properties,
+  ...MapEnvSchema.properties,
+  ...EventsEnvSchema.properties,
+  ...LimitsEnvSchema.properties,
+  ...OpsEnvSchema.properties
 })
 
 export type Config = Readonly<Static<typeof ConfigSchema>>
 /** What the app needs: a config whose JWT secret is known (given, or generated by the embedded backend: bootstrap.ts). */
 export type AppConfig = Config & { readonly JWT_SECRET: string }
+
+export type SectionName = keyof typeof ConfigSections
+/** Each section of `C`: only the variables its schema defines. */
+export type Sections<C extends Config = AppConfig> = {
+  readonly [S in SectionName]: Readonly<Pick<C, keyof Static<(typeof ConfigSections)[S]> & keyof C>>
+}
+export type HttpConfig = Sections['http']
+export type DatabaseConfig = Sections['database']
+export type AuthConfig = Sections['auth']
+export type SourcesConfig = Sections['sources']
+export type TilesConfig = Sections['tiles']
+export type MapConfig = Sections['map']
+export type EventsConfig = Sections['events']
+export type LimitsConfig = Sections['limits']
+export type OpsConfig = Sections['ops']
+
+/** `config` cut into its sections, each frozen and holding its own variables alone. */
+export function sections<C extends Config> (config: C): Sections<C> {
+  const cut = (schema: TObject) => Object.freeze(Object.fromEntries(Object.keys(schema.properties)
+    .filter((key) => (config as Record<string, unknown>)[key] !== undefined)
+    .map((key) => [key, (config as Record<string, unknown>)[key]])))
+  return Object.freeze(Object.fromEntries(Object.entries(ConfigSections).map(([name, schema]) => [name, cut(schema)]))) as Sections<C>
+}
 
 /** A configuration that cannot work; its message is one line naming the variable. */
 export class ConfigError extends Error {}
@@ -92,8 +158,8 @@ export class ConfigError extends Error {}
 /**
  * Reads and validates `env` (the service and the CLI alike); throws a ConfigError whose message
  * is one line naming the bad variable. An empty variable (`JWT_SECRET=` in a copied
- * .env.example) counts as unset. What only the service needs (a JWT secret with DATABASE_URL)
- * is checked by bootstrap.ts.
+ * .env.example) counts as unset; variables the schema does not name are ignored. What only the
+ * service needs (a JWT secret with DATABASE_URL) is checked by bootstrap.ts.
  */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   try {

@@ -83,7 +83,6 @@ export const TEST_SECRET = 'test-secret-that-is-at-least-32-bytes-long!'
 
 export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
   return Object.freeze({
-    NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: 0,
     LOG_LEVEL: 'silent',

@@ -3,7 +3,7 @@
 // (e-mail and password), never with a key: a stolen key cannot make keys that outlive its
 // revocation. Creation and revocation are logged with who did it; the key itself never is.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Config } from '../config.js'
+import type { AuthConfig } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
 import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import type { ApiKeyRow } from './api-keys.repository.js'
@@ -29,7 +29,7 @@ function view (row: ApiKeyRow, now = Date.now()): ApiKeyView {
   }
 }
 
-const apiKeysRoutes: FastifyPluginAsyncTypebox<{ config: Config, keys: ApiKeyStore }> = async (app, { config, keys }) => {
+const apiKeysRoutes: FastifyPluginAsyncTypebox<{ config: AuthConfig, keys: ApiKeyStore }> = async (app, { config, keys }) => {
   app.post('/api-keys', {
     onRequest: [app.authenticate, app.requirePassword],
     schema: {

@@ -8,7 +8,7 @@
 // A route of its own, so that POST /token keeps its JSON contract exactly.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Config } from '../config.js'
+import type { AuthConfig } from '../config.js'
 import { KEY_SCOPES, type KeyScope } from '../db/database.js'
 import { ApiError, errorResponses } from '../errors.js'
 import { challenge } from '../http/challenge.js'
@@ -57,7 +57,7 @@ function oauthErrorHandler (err: FastifyError | Error, request: FastifyRequest, 
     .send({ error: refusal.error, error_description: describe(refusal.message) })
 }
 
-const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
+const oauthRoutes: FastifyPluginAsyncTypebox<{ config: AuthConfig }> = async (app, { config }) => {
   // Encapsulated: only this route reads forms; everywhere else a form is a 415.
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     const seen = new Set<string>()

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
+import type { EventsConfig } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
 import { sentAs } from '../http/openapi.js'
 import { SECURITY } from '../plugins/auth.js'
@@ -21,7 +21,7 @@ const TAGS = ['Events']
 const STREAM_PAGE = 500
 
 export interface EventRoutesOptions {
-  config: Config
+  config: EventsConfig
   store: EventStore
   hub: EventHub
   cursors: CursorCodec

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
+import type { EventsConfig } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
 import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import { newSourceIds } from '../sources/source-id.js'
@@ -42,7 +42,7 @@ function scopeOf (request: FastifyRequest): string | undefined {
   return request.account.scope === 'all' ? undefined : request.account.organisation
 }
 
-const subscriptionsRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: EventStore }> = async (app, { config, store }) => {
+const subscriptionsRoutes: FastifyPluginAsyncTypebox<{ config: EventsConfig, store: EventStore }> = async (app, { config, store }) => {
   app.post('/subscriptions', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {

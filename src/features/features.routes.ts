@@ -13,7 +13,7 @@ import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { Type } from '@sinclair/typebox'
-import type { Config } from '../config.js'
+import type { SourcesConfig } from '../config.js'
 import { featureOf } from '../sources/rejections.js'
 import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
@@ -128,7 +128,7 @@ function utf8Join (parts: readonly string[]): Buffer {
 const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
-const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
-import type { Config } from '../config.js'
+import type { MapConfig } from '../config.js'
 import { errorResponses } from '../errors.js'
 import { headerDoc, noBody, sentAs } from '../http/openapi.js'
 
@@ -27,7 +27,7 @@ export function tileOrigin (tileUrl: string): string | undefined {
   return `${match[1] as string}//${(match[2] as string).replace(/\{s\}/g, '*').replace(/\{[a-z]\}/g, '*')}`
 }
 
-const mapRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const mapRoutes: FastifyPluginAsync<{ config: MapConfig }> = async (app, { config }) => {
   const notLimited = { rateLimit: false }
   const tags = ['Map page']
   // Sent by @fastify/static, which also answers conditional and range requests.

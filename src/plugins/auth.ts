@@ -17,7 +17,7 @@ import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import type { AppConfig } from '../config.js'
+import type { AuthConfig } from '../config.js'
 import type { KeyScope, Role, Scope } from '../db/database.js'
 import { ApiError } from '../errors.js'
 import { challenge } from '../http/challenge.js'
@@ -125,7 +125,7 @@ function keyRefusal (check: Exclude<KeyCheck, { ok: true }>, viaToken: boolean):
   return viaToken ? `${what} no longer exists. ${NEW_KEY}` : `The API key is not valid: send it whole, as "Bearer srk_…" or as the password of HTTP Basic. ${NEW_KEY}`
 }
 
-export default fp<{ config: AppConfig, accounts: AccountStore, keys: ApiKeyStore, throttle: LoginThrottle }>(async (app, { config, accounts, keys, throttle }) => {
+export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStore, throttle: LoginThrottle }>(async (app, { config, accounts, keys, throttle }) => {
   await app.register(fastifyJwt, {
     secret: config.JWT_SECRET,
     sign: { algorithm: 'HS256', expiresIn: config.TOKEN_TTL_SECONDS, iss: config.JWT_ISSUER, aud: config.JWT_AUDIENCE },

@@ -9,7 +9,7 @@
 // Routes opt in by spreading `app.largeBodies` (preParsing, preHandler and onSend hooks).
 import fp from 'fastify-plugin'
 import type { FastifyRequest, onSendHookHandler, preHandlerAsyncHookHandler, preParsingAsyncHookHandler } from 'fastify'
-import type { Config } from '../config.js'
+import type { LimitsConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 import { AdmissionQueue } from '../http/admission-queue.js'
 
@@ -32,7 +32,7 @@ export interface LargeBodyHooks {
   onSend: onSendHookHandler
 }
 
-export default fp<{ config: Config }>(async (app, { config }) => {
+export default fp<{ config: LimitsConfig }>(async (app, { config }) => {
   const queue = new AdmissionQueue(config.LARGE_BODY_CONCURRENCY, config.LARGE_BODY_QUEUE)
   const slots = new WeakMap<FastifyRequest, Slot>()
   const release = (slot: Slot): void => {

@@ -4,7 +4,7 @@
 // /metrics is a 404. In the OpenAPI document only when it is served on the service's port.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { OpsConfig } from '../config.js'
 import { Type } from '@sinclair/typebox'
 import { ApiError, errorResponses } from '../errors.js'
 import { sentAs } from '../http/openapi.js'
@@ -19,7 +19,7 @@ declare module 'fastify' {
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest()
 const bearerOf = (header: string | undefined): string | undefined => header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1]
 
-export default fp<{ config: Config, metrics: Metrics }>(async (app, { config, metrics }) => {
+export default fp<{ config: OpsConfig, metrics: Metrics }>(async (app, { config, metrics }) => {
   app.decorate('metrics', metrics)
   if (config.METRICS_TOKEN === undefined && config.METRICS_PORT === undefined) return
 

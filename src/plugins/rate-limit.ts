@@ -8,10 +8,10 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
 import type { Redis } from 'ioredis'
-import type { Config } from '../config.js'
+import type { LimitsConfig } from '../config.js'
 import { ApiError } from '../errors.js'
 
-export default fp<{ config: Config }>(async (app, { config }) => {
+export default fp<{ config: LimitsConfig }>(async (app, { config }) => {
   let redis: Redis | undefined
   if (config.REDIS_URL !== undefined) {
     // Loaded only when used: ioredis adds a few MB of memory to every instance that has no Redis.

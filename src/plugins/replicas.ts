@@ -6,7 +6,7 @@ import { AsyncResource } from 'node:async_hooks'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
-import type { AppConfig } from '../config.js'
+import type { DatabaseConfig } from '../config.js'
 import type { Database } from '../db/database.js'
 import { openDatabase } from '../db/open.js'
 import type { Metrics } from '../ops/metrics.js'
@@ -15,7 +15,7 @@ import { type ReadContext, Replica, Replicas, formatLsn, parseLsn, readContext }
 export const MIN_LSN_HEADER = 'x-min-lsn'
 
 /** The replicas of DATABASE_REPLICA_URLS, opened and checked from now on; undefined without any. */
-export async function openReplicas (config: AppConfig, primary: Kysely<Database>, metrics: Metrics, log: ReplicaLog): Promise<Replicas | undefined> {
+export async function openReplicas (config: DatabaseConfig, primary: Kysely<Database>, metrics: Metrics, log: ReplicaLog): Promise<Replicas | undefined> {
   const urls = config.DATABASE_REPLICA_URLS?.split(',').map((u) => u.trim()).filter((u) => u !== '') ?? []
   if (urls.length === 0) return undefined
   const list = await Promise.all(urls.map(async (url, i) => {

@@ -5,7 +5,7 @@
 // the explanation of a rejected write (rejections.ts) live beside it.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Config } from '../config.js'
+import type { SourcesConfig } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
 import { headerDoc, noBody, sentAs } from '../http/openapi.js'
 import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
@@ -30,7 +30,7 @@ import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mer
  * for one source, made by `locate`).
  */
 export async function createSources (
-  config: Config, store: SourceStore, request: FastifyRequest, fc: FeatureCollection, query: CreateQuery,
+  config: SourcesConfig, store: SourceStore, request: FastifyRequest, fc: FeatureCollection, query: CreateQuery,
   locate: (id: string) => string = (id) => `/sources/?id=${id}`
 ): Promise<{ status: 200, body: DryRunResponse, location?: undefined } | { status: 201, body: CreateResponse, location?: string }> {
   const checked = checkFeatureCollection(fc)
@@ -74,7 +74,7 @@ export async function createSources (
     : { status: 201, body: { message: `${created.length} sources created.`, sources: created } }
 }
 
-const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore }> = async (app, { config, store }) => {
+const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore }> = async (app, { config, store }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))

@@ -10,6 +10,7 @@ import { SECURITY } from '../plugins/auth.js'
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { TilesConfig } from '../config.js'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AdmissionQueue } from '../http/admission-queue.js'
 import { parseDatetime } from '../features/features.query.js'
@@ -31,10 +32,8 @@ const baseOf = (request: FastifyRequest): string => `${request.protocol}://${req
 const tilesUrl = (base: string): string => `${base}/collections/sources/tiles/WebMercatorQuad`
 
 interface Options {
+  config: TilesConfig
   store: TileStore
-  maxFeatures: number
-  maxBytes: number
-  maxAgeSeconds: number
   /** Tiles drawn at once (TILES_CONCURRENCY) and waiting (TILES_QUEUE). */
   drawing: AdmissionQueue
 }
@@ -81,7 +80,8 @@ function matches (ifNoneMatch: string | undefined, etag: string): boolean {
   })
 }
 
-const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { store, maxFeatures, maxBytes, maxAgeSeconds, drawing }) => {
+const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, drawing }) => {
+  const { TILES_MAX_FEATURES: maxFeatures, TILES_MAX_BYTES: maxBytes, TILES_MAX_AGE_SECONDS: maxAgeSeconds } = config
   const tileSet = (base: string) => ({
     title: 'Sources',
     dataType: 'vector' as const,
