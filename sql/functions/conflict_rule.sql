@@ -19,9 +19,17 @@
 -- 1. The tolerance          sources_conflict_tolerance_m
 -- 2. Does a disk fit in I   lonlat_polygonal_area_m2, lonlat_fits_disk_bounds, lonlat_fits_disk
 -- 3. The rule for two areas lonlat_polygonal_overlay, lonlat_conflict_overlap_m2
--- 4. Writes in parallel     sources_conflict_lock
--- 5. The triggers           sources_conflicts_after_insert, _update, _delete, _truncate
--- 6. Every pair again       sources_recompute_conflicts, sources_set_conflict_tolerance
+-- 4. Writes in parallel     sources_conflict_lock_class, sources_conflict_lock_all,
+--                           sources_conflict_lock
+-- 5. The pairs written      sources_conflict_pairs_write
+-- 6. The triggers           sources_conflicts_after_insert, _update, _delete, _truncate
+-- 7. Every pair again       sources_recompute_conflicts, sources_set_conflict_tolerance
+--
+-- Changing the rule (sections 1 to 3) changes no stored pair by itself: pairs are decided when
+-- they are written. So a change of the rule comes with a numbered migration that computes them
+-- again, sql/NNN_recompute_conflicts.sql: SELECT sources_recompute_conflicts(); (docs/code.md,
+-- "How to change X"). This file runs before any pending numbered file, so that one uses the new
+-- rule. A change that leaves every pair as it was (locks, plans, comments) needs none.
 
 -- 1. The tolerance in metres, one value per database, stored in source_conflict_settings (sql/008):
 --    CONFLICT_TOLERANCE_M sets it (the service's migrate step calls sources_set_conflict_tolerance),
@@ -213,12 +221,33 @@ COMMENT ON FUNCTION lonlat_conflict_overlap_m2(geometry, geometry, double precis
 --    key order, per level. The cells are counted and listed in plpgsql (a generate_series in SQL
 --    made the planner set up 1,000-row aggregates for one or four cells), and each level's locks
 --    are taken by one statement over the array, in key order (unnest keeps the array's order).
+--
+--    The class of the keys is defined once, by sources_conflict_lock_class; the lock on
+--    everything once, by sources_conflict_lock_all.
+CREATE OR REPLACE FUNCTION sources_conflict_lock_class() RETURNS integer
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN 1397048163; -- 'SRCC'
+
+COMMENT ON FUNCTION sources_conflict_lock_class() IS
+  'The advisory lock class of conflict detection: (class, cell) for 0.01° cells and (class, -1) for everything; 1° cells are (class + 1, cell).';
+
+CREATE OR REPLACE FUNCTION sources_conflict_lock_all() RETURNS void
+  LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(sources_conflict_lock_class(), -1);
+END;
+$$;
+
+COMMENT ON FUNCTION sources_conflict_lock_all() IS
+  'Takes the advisory lock of conflict detection on everything (exclusive; every other conflict write holds it shared), to the end of the transaction: updates, recomputations and tolerance changes wait for every write and every write for them.';
+
 CREATE OR REPLACE FUNCTION sources_conflict_lock(boxes box2d[]) RETURNS void
   LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  fine constant integer := 1397048163;   -- 'SRCC': 0.01° cells, and -1 for everything
-  coarse constant integer := 1397048164; -- 1° cells
+  fine constant integer := sources_conflict_lock_class();       -- 0.01° cells, and -1 for everything
+  coarse constant integer := sources_conflict_lock_class() + 1; -- 1° cells
   fine_cells bigint := 0;
   coarse_cells bigint := 0;
   b box2d;
@@ -231,7 +260,7 @@ BEGIN
     EXIT WHEN coarse_cells > 64;
   END LOOP;
   IF coarse_cells > 64 THEN
-    PERFORM pg_advisory_xact_lock(fine, -1);
+    PERFORM sources_conflict_lock_all();
     RETURN;
   END IF;
   PERFORM pg_advisory_xact_lock_shared(fine, -1);
@@ -262,39 +291,60 @@ $$;
 COMMENT ON FUNCTION sources_conflict_lock(box2d[]) IS
   'Takes the advisory locks of conflict detection for areas with these bounding boxes (0.01° cells, 1° cells, or everything, by size). Held to the end of the transaction.';
 
--- 5. The triggers, one statement at a time (transition tables). After an INSERT: the new rows'
---    partners, each pair found once (a pair of two new rows from its smaller id), written in both
---    directions. After an UPDATE (plain SQL; the API never updates): the updated rows' pairs are
---    computed again, under the lock on everything, since their old and new places both matter.
---    After a DELETE: both rows of each pair of a deleted source. After a TRUNCATE: all of them.
+-- 5. The one statement that writes pairs: the conflicts of the sources with these ids (rows of
+--    sources as they are now) with every source, each pair found once (a pair of two of these
+--    sources from its smaller id) and written in both directions, with the stored tolerance.
+--    The caller has taken the locks and removed what the pairs replace. Returns the rows written
+--    (two a pair).
 --
 --    The partners are found through sources_geom_gist alone, whatever the statistics say, hence
---    the functions' settings:
+--    the function's settings:
 --    - a plan made while the table looked empty (a first bulk load, before ANALYZE) would scan the
 --      whole table for each new row, and plpgsql keeps a statement's plan for the session: so no
 --      sequential scans here (and no JIT, which the cost of a disabled scan would switch on);
 --    - the periods are compared as NOT isempty(a * b) (the same as a && b), which no index serves:
 --      ANDed with sources_period_gist, a region where every source has the same period would read
 --      every one of them for each new row.
-CREATE OR REPLACE FUNCTION sources_conflicts_after_insert() RETURNS trigger
-  LANGUAGE plpgsql
+--    Its statement runs in a snapshot of its own, taken after the caller's locks.
+CREATE OR REPLACE FUNCTION sources_conflict_pairs_write(ids text[]) RETURNS bigint
+  LANGUAGE plpgsql VOLATILE STRICT
   SET enable_seqscan = off
   SET jit = off
 AS $$
 DECLARE
   t double precision := sources_conflict_tolerance_m();
+  written bigint;
 BEGIN
-  PERFORM sources_conflict_lock(ARRAY(SELECT n.geom::box2d FROM new_rows AS n));
   INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
   SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
-  FROM new_rows AS n
+  FROM sources AS n
   JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND o.id <> n.id
   CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
   CROSS JOIN LATERAL (VALUES
     (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
     (o.id, n.id, least(1, x.overlap_m2 / o.area_m2))) AS d (source_id, other_id, ratio)
-  WHERE x.overlap_m2 IS NOT NULL
-    AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM new_rows AS m WHERE m.id = o.id));
+  WHERE n.id = ANY (ids) AND x.overlap_m2 IS NOT NULL
+    AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM unnest(ids) AS m (id) WHERE m.id = o.id));
+  GET DIAGNOSTICS written = ROW_COUNT;
+  RETURN written;
+END;
+$$;
+
+COMMENT ON FUNCTION sources_conflict_pairs_write(text[]) IS
+  'Writes the conflicting pairs of the sources with these ids in source_conflict_pairs, both directions, with the stored tolerance; returns the rows written. Used by the triggers on sources and by sources_recompute_conflicts; the caller takes the locks and removes the pairs these replace.';
+
+-- 6. The triggers, one statement at a time (transition tables). After an INSERT: the new rows'
+--    pairs. After an UPDATE (plain SQL; the API never updates): the updated rows' pairs are
+--    computed again, under the lock on everything, since their old and new places both matter.
+--    After a DELETE: both rows of each pair of a deleted source. After a TRUNCATE: all of them.
+CREATE OR REPLACE FUNCTION sources_conflicts_after_insert() RETURNS trigger
+  LANGUAGE plpgsql
+  SET enable_seqscan = off
+  SET jit = off
+AS $$
+BEGIN
+  PERFORM sources_conflict_lock(ARRAY(SELECT n.geom::box2d FROM new_rows AS n));
+  PERFORM sources_conflict_pairs_write(ARRAY(SELECT n.id FROM new_rows AS n));
   RETURN NULL;
 END;
 $$;
@@ -304,25 +354,14 @@ CREATE OR REPLACE FUNCTION sources_conflicts_after_update() RETURNS trigger
   SET enable_seqscan = off
   SET jit = off
 AS $$
-DECLARE
-  t double precision := sources_conflict_tolerance_m();
 BEGIN
-  PERFORM pg_advisory_xact_lock(1397048163, -1);
+  PERFORM sources_conflict_lock_all();
   DELETE FROM source_conflict_pairs AS p
   USING source_conflict_pairs AS q, (SELECT id FROM old_rows UNION SELECT id FROM new_rows) AS o
   WHERE q.source_id = o.id AND p.source_id = q.other_id AND p.other_id = q.source_id;
   DELETE FROM source_conflict_pairs AS p
   WHERE p.source_id IN (SELECT id FROM old_rows UNION SELECT id FROM new_rows);
-  INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
-  SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
-  FROM new_rows AS n
-  JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND o.id <> n.id
-  CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
-  CROSS JOIN LATERAL (VALUES
-    (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
-    (o.id, n.id, least(1, x.overlap_m2 / o.area_m2))) AS d (source_id, other_id, ratio)
-  WHERE x.overlap_m2 IS NOT NULL
-    AND (n.id < o.id OR NOT EXISTS (SELECT 1 FROM new_rows AS m WHERE m.id = o.id));
+  PERFORM sources_conflict_pairs_write(ARRAY(SELECT n.id FROM new_rows AS n));
   RETURN NULL;
 END;
 $$;
@@ -363,37 +402,27 @@ COMMENT ON TRIGGER sources_conflicts_update ON sources IS 'Recomputes the confli
 COMMENT ON TRIGGER sources_conflicts_delete ON sources IS 'Removes deleted sources from their partners'' conflicts.';
 COMMENT ON TRIGGER sources_conflicts_truncate ON sources IS 'Empties source_conflict_pairs with sources.';
 
--- 6. Every pair again, with the tolerance now stored (after a change of it; also the initial fill).
+-- 7. Every pair again, with the rule and the tolerance now stored: after a change of the
+--    tolerance, after a change of the rule (a numbered migration calls it: see the header), and
+--    the initial fill. Each pair removed and written again is a conflict.ended and a
+--    conflict.started event (events.sql).
 CREATE OR REPLACE FUNCTION sources_recompute_conflicts() RETURNS bigint
   LANGUAGE plpgsql VOLATILE
 AS $$
-DECLARE
-  t double precision := sources_conflict_tolerance_m();
-  pairs bigint;
 BEGIN
-  PERFORM pg_advisory_xact_lock(1397048163, -1);
+  PERFORM sources_conflict_lock_all();
   DELETE FROM source_conflict_pairs;
-  INSERT INTO source_conflict_pairs (source_id, other_id, overlap_m2, overlap_ratio, overlap_period)
-  SELECT d.source_id, d.other_id, x.overlap_m2, d.ratio, n.period * o.period
-  FROM sources AS n
-  JOIN sources AS o ON o.geom && n.geom AND NOT isempty(o.period * n.period) AND n.id < o.id
-  CROSS JOIN LATERAL (SELECT lonlat_conflict_overlap_m2(n.geom, o.geom, t) AS overlap_m2 OFFSET 0) AS x
-  CROSS JOIN LATERAL (VALUES
-    (n.id, o.id, least(1, x.overlap_m2 / n.area_m2)),
-    (o.id, n.id, least(1, x.overlap_m2 / o.area_m2))) AS d (source_id, other_id, ratio)
-  WHERE x.overlap_m2 IS NOT NULL;
-  GET DIAGNOSTICS pairs = ROW_COUNT;
-  RETURN pairs / 2;
+  RETURN sources_conflict_pairs_write(ARRAY(SELECT s.id FROM sources AS s)) / 2;
 END;
 $$;
 
-COMMENT ON FUNCTION sources_recompute_conflicts() IS 'Computes every conflicting pair again with the stored tolerance; returns the number of pairs.';
+COMMENT ON FUNCTION sources_recompute_conflicts() IS 'Computes every conflicting pair again with the stored rule and tolerance (after a change of either); returns the number of pairs.';
 
 CREATE OR REPLACE FUNCTION sources_set_conflict_tolerance(tolerance_m double precision) RETURNS bigint
   LANGUAGE plpgsql VOLATILE STRICT
 AS $$
 BEGIN
-  PERFORM pg_advisory_xact_lock(1397048163, -1);
+  PERFORM sources_conflict_lock_all();
   IF (SELECT s.tolerance_m FROM source_conflict_settings AS s) = tolerance_m THEN RETURN NULL; END IF;
   UPDATE source_conflict_settings AS s SET tolerance_m = sources_set_conflict_tolerance.tolerance_m;
   RETURN sources_recompute_conflicts();

@@ -148,7 +148,3 @@ COMMENT ON TRIGGER events_sources_update ON sources IS 'Writes source.updated ev
 COMMENT ON TRIGGER events_sources_delete ON sources IS 'Writes source.deleted events.';
 COMMENT ON TRIGGER events_conflict_pairs_insert ON source_conflict_pairs IS 'Writes conflict.started events.';
 COMMENT ON TRIGGER events_conflict_pairs_delete ON source_conflict_pairs IS 'Writes conflict.ended events.';
-
--- The single functions of each table these replace (they formatted their SQL on every write).
-DROP FUNCTION IF EXISTS events_sources_changed();
-DROP FUNCTION IF EXISTS events_conflict_pairs_changed();

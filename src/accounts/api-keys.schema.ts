@@ -16,7 +16,6 @@ export const CreateApiKeySchema = Type.Object({
   scope: KeyScopeSchema,
   expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working (ISO 8601 with Z or an offset; in the future). Without it, the key works until revoked.' }))
 }, { additionalProperties: false })
-export type CreateApiKey = Static<typeof CreateApiKeySchema>
 
 export const ApiKeySchema = Type.Object({
   id: KeyIdSchema,

@@ -112,7 +112,6 @@ export interface Database {
 }
 
 export type Account = Selectable<AccountsTable>
-export type ApiKey = Selectable<ApiKeysTable>
 
 /** The database or a transaction: repository functions take either, first; the caller owns it. */
 export type Db = Kysely<Database> | Transaction<Database>

@@ -1,6 +1,6 @@
-// The AsyncAPI 3.0 document of GET /asyncapi.json: the five event types as messages (their
-// payload the CloudEvent schema of events.schema.ts), on the SSE stream and on webhooks.
-import { CloudEventSchema, ConflictEventDataSchema, EVENT_TYPES, SourceEventDataSchema } from './events.schema.js'
+// The AsyncAPI 3.0 document of GET /asyncapi.json: the event types of events.schema.ts as messages
+// (their payload the CloudEvent schema there), on the SSE stream and on webhooks.
+import { CloudEventSchema, ConflictEventDataSchema, EVENT_TYPE_SUMMARIES, EVENT_TYPES, SourceEventDataSchema } from './events.schema.js'
 
 const plain = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema))
 
@@ -13,9 +13,7 @@ export function asyncApiDocument (): Record<string, unknown> {
     name: type,
     title: type,
     contentType: 'application/json',
-    summary: type.startsWith('source.')
-      ? `A source of yours was ${type.slice('source.'.length)}.`
-      : `A source of yours ${type === 'conflict.started' ? 'began' : 'stopped'} conflicting with another (of any organisation).`,
+    summary: EVENT_TYPE_SUMMARIES[type],
     payload: { $ref: '#/components/schemas/CloudEvent' }
   }]))
   const refs = Object.fromEntries(EVENT_TYPES.map((type) => [name(type), { $ref: `#/components/messages/${name(type)}` }]))

@@ -2,8 +2,20 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { UtcDateTimeSchema } from '../sources/sources.schema.js'
 
-export const EVENT_TYPES = ['source.created', 'source.updated', 'source.deleted', 'conflict.started', 'conflict.ended'] as const
-export type EventType = typeof EVENT_TYPES[number]
+/**
+ * Every event type, each with its one-line summary (the AsyncAPI document's): the one list. The
+ * SQL keeps its own, the CHECKs of sql/018_events.sql, and test/events/event-types.test.ts holds
+ * those and the AsyncAPI document to this one.
+ */
+export const EVENT_TYPE_SUMMARIES = {
+  'source.created': 'A source of yours was created.',
+  'source.updated': 'A source of yours was updated.',
+  'source.deleted': 'A source of yours was deleted.',
+  'conflict.started': 'A source of yours began conflicting with another (of any organisation).',
+  'conflict.ended': 'A source of yours stopped conflicting with another (of any organisation).'
+} as const
+type EventType = keyof typeof EVENT_TYPE_SUMMARIES
+export const EVENT_TYPES = Object.keys(EVENT_TYPE_SUMMARIES) as EventType[]
 export const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))
 
 const SourceIdSchema = Type.String({ pattern: '^src_[0-9A-Za-z]{13,}$' })

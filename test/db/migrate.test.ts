@@ -35,6 +35,12 @@ t.test('two concurrent runs: both succeed, each file is applied exactly once', a
   t.same([a.skipped, b.skipped].sort((x, y) => y.length - x.length), [files, []])
 })
 
+t.test('a repeatable file drops no function, procedure, view, table or type: only numbered files do (sql/README.md)', async (t) => {
+  for (const m of (await listMigrations()).filter((m) => m.repeatable)) {
+    t.notMatch(m.text.replace(/--.*$/gm, ''), /\bDROP\s+(FUNCTION|PROCEDURE|VIEW|MATERIALIZED\s+VIEW|TABLE|TYPE)\b/i, m.name)
+  }
+})
+
 t.test('a repeatable file runs just before the numbered file its header names, or after them all', async (t) => {
   const at = (name: string) => files.indexOf(name)
   t.equal(at('functions/period_window.sql'), at('003_sources.sql') - 1, 'the period window before the table whose constraint calls it')

@@ -33,6 +33,18 @@ function sqlAt (commit: string): Array<{ name: string, text: string }> {
   return names.sort().map((p) => ({ name: p.slice(4), text: git('show', `${commit}:${p}`) }))
 }
 
+/** sql/ as it was at a commit, numbered and repeatable files, written to a directory of its own. */
+async function sqlDirAt (t: Test, commit: string): Promise<string> {
+  const dir = await tempDir(t, `sr-sql-${commit}-`)
+  const git = (...args: string[]) => execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 })
+  for (const path of git('ls-tree', '-r', '--name-only', commit, 'sql/').split('\n').filter((p) => p.endsWith('.sql'))) {
+    const file = join(dir, path.slice(4))
+    await mkdir(dirname(file), { recursive: true })
+    await writeFile(file, git('show', `${commit}:${path}`))
+  }
+  return dir
+}
+
 /** What that release's migrator did: each file in a transaction of its own, recorded with its sha256. */
 async function applyAsReleased (db: Kysely<Database>, files: Array<{ name: string, text: string }>): Promise<void> {
   await sql`CREATE TABLE schema_migrations (name text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`.execute(db)
@@ -142,14 +154,7 @@ t.test('a database from before the stored conflicts (481d120) upgrades too, its 
 t.test('a database from before the versions (597a7e7) upgrades: every stored source gets its version 1', async (t) => {
   const target = await createDatabase(t, { empty: true })
   const db = await directDb(t, target)
-  const dir = await tempDir(t, 'sr-sql-597a7e7-')
-  const git = (...args: string[]) => execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 })
-  for (const path of git('ls-tree', '-r', '--name-only', '597a7e7', 'sql/').split('\n').filter((p) => p.endsWith('.sql'))) {
-    const file = join(dir, path.slice(4))
-    await mkdir(dirname(file), { recursive: true })
-    await writeFile(file, git('show', `597a7e7:${path}`))
-  }
-  await migrate(db, dir)
+  await migrate(db, await sqlDirAt(t, '597a7e7'))
   await sql`INSERT INTO accounts (id, email, password_hash, role, organisation) VALUES ('00000000-0000-0000-0000-000000000001', 'a@example.org', 'scrypt$x', 'editor', 'org-a')`.execute(db)
   await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period, created_at) VALUES
     ('src_0000000000000a', 'a', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10, 50, 10.01, 50.01, 4326), '[2024-01-01Z,2025-01-01Z)', '2024-02-01Z'),
@@ -165,4 +170,27 @@ t.test('a database from before the versions (597a7e7) upgrades: every stored sou
   t.same(versions.rows, [{ source_id: 'src_0000000000000a', version: 1, operation: 'create', at: true }, { source_id: 'src_0000000000000b', version: 1, operation: 'create', at: true }], 'their version 1 in source_versions')
   const pairs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM source_conflict_pairs`.execute(db)
   t.equal(pairs.rows[0]?.n, 2, 'their conflict kept')
+})
+
+// The first events (main at 23d94c4): one trigger function per table, events_sources_changed and
+// events_conflict_pairs_changed, which the triggers call. sql/020 drops them (a repeatable file
+// drops nothing) before functions/events.sql points the triggers at today's functions: the
+// upgraded database has the same schema as a new one and still writes events.
+t.test('a database with the first events (23d94c4) upgrades: their old trigger functions gone, events still written', async (t) => {
+  const target = await createDatabase(t, { empty: true })
+  const db = await directDb(t, target)
+  await migrate(db, await sqlDirAt(t, '23d94c4'))
+  const old = sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_proc WHERE proname IN ('events_sources_changed', 'events_conflict_pairs_changed')`
+  t.equal((await old.execute(db)).rows[0]?.n, 2, 'has the old trigger functions')
+  const result = await migrate(db)
+  t.ok(result.applied.includes('020_drop_replaced_event_functions.sql') && result.applied.includes('functions/events.sql'), 'applies 020 and the event triggers')
+  t.equal((await old.execute(db)).rows[0]?.n, 0, 'the old trigger functions are gone')
+  const schema = await schemaOf(db)
+  for (const kind of Object.keys(CATALOG)) t.same(schema[kind], fresh?.schema[kind], `${kind}: as on a new database`)
+  await sql`INSERT INTO accounts (id, email, password_hash, role, organisation) VALUES ('00000000-0000-0000-0000-000000000001', 'a@example.org', 'scrypt$x', 'editor', 'org-a')`.execute(db)
+  await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period) VALUES
+    ('src_0000000000000a', 'a', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10, 50, 10.01, 50.01, 4326), '[2024-01-01Z,2025-01-01Z)'),
+    ('src_0000000000000b', 'b', 'org-a', '00000000-0000-0000-0000-000000000001', ST_MakeEnvelope(10.005, 50, 10.015, 50.01, 4326), '[2024-06-01Z,2025-06-01Z)')`.execute(db)
+  const events = await sql<{ type: string, n: number }>`SELECT type, count(*)::int AS n FROM events GROUP BY type ORDER BY type`.execute(db)
+  t.same(events.rows, [{ type: 'conflict.started', n: 2 }, { type: 'source.created', n: 2 }], 'an insert writes its events')
 })
