@@ -22,7 +22,8 @@ import {
   CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, SourceOrVersionSchema,
   VersionsResponseSchema, featureCollectionSchema
 } from '../sources/sources.schema.js'
-import { OPENAPI_MEDIA_TYPE, headerDoc, noBody, sentAs } from '../http/openapi.js'
+import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
+import { headerDoc } from '../schemas/primitives.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
 import { parseItemsQuery } from './features.query.js'
 import {

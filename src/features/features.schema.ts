@@ -2,7 +2,8 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
-import { SourceFeatureSchema, SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
+import { SourceIdSchema } from '../schemas/primitives.js'
+import { SourceFeatureSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
