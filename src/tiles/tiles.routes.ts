@@ -6,7 +6,7 @@
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
 // instance, and If-None-Match answers 304 without drawing the tile. A tile is drawn with its
 // counters in one statement, so its ETag is exact for its bytes.
-import { SECURITY } from '../plugins/auth.js'
+import { SECURITY } from '../http/security.js'
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
