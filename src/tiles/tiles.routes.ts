@@ -12,7 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AdmissionQueue } from '../http/admission-queue.js'
-import { parseDatetime } from '../features/features.query.js'
+import { parseDatetimeParameter } from '../sources/datetime.js'
 import { MAX_ZOOM, type Tile } from './tile-matrix.js'
 import type { TileFilter } from './tiles.repository.js'
 import type { TileStore } from './tiles.store.js'
@@ -43,7 +43,7 @@ const NUL = '\u0000'
 
 function parseFilter (query: { datetime?: string, organisation?: string }, isAdmin: boolean, details: ErrorDetail[]): TileFilter {
   const filter: TileFilter = {}
-  if (query.datetime !== undefined) filter.datetime = parseDatetime(query.datetime, details)
+  if (query.datetime !== undefined) filter.datetime = parseDatetimeParameter(query.datetime, details)
   if (query.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
     else if (query.organisation.includes(NUL)) details.push({ pointer: '?organisation', message: 'must not contain the character U+0000' })
