@@ -15,13 +15,14 @@ import type { SourceStore } from '../sources/sources.store.js'
 import { Type } from '@sinclair/typebox'
 import type { Config } from '../config.js'
 import { featureOf } from '../sources/rejections.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from '../sources/source-changes.js'
+import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
-import { createSources } from '../sources/sources.routes.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
 import {
-  CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, SourceOrVersionSchema,
+  CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema, SourceOrVersionSchema,
   VersionsResponseSchema, featureCollectionSchema
 } from '../sources/sources.schema.js'
+import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
 import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
 import { headerDoc } from '../schemas/primitives.js'
 import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
@@ -318,7 +319,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
   }, async (request, reply) => {
     negotiate(request)
     const untyped: FastifyReply = reply
-    return await readSource(store, request, untyped, request.params.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.params.id, request.query.as_of)
   })
 
   app.get('/collections/sources/items/:id/versions', {
@@ -361,8 +362,9 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
   }, async (request, reply) => {
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
-    const created = await createSources(config, store, request, fc, request.query, (id) => `${baseOf(request)}/collections/sources/items/${id}`)
-    if (created.location !== undefined) void reply.header('location', created.location).header('etag', etagOf(1))
+    const { organisation, id: accountId } = request.account
+    const created = await createSources(store, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
+    if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
 
@@ -379,7 +381,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, request, request.params.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -394,7 +396,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, request, request.params.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
@@ -407,7 +409,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
       response: { 204: noBody('Deleted.'), ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 414, 415, 429, 500, 503) }
     }
   }, async (request, reply) => {
-    await remove(store, request, request.params.id)
+    await remove(store, actorOf(request), request.params.id, versionsOf(request, false))
     return await (reply as FastifyReply).code(204).send()
   })
 }

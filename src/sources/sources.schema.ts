@@ -96,6 +96,9 @@ export const SourceFeatureSchema = Type.Object({
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
 
+/** A PATCH body: any JSON object, checked by source-changes.ts `patchEdit` (which members, and the result). */
+export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, properties.start_at, properties.end_at.' })
+
 export const SourceReadQuerySchema = Type.Object({
   id: SourceIdSchema,
   as_of: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'RFC 3339 instant: the source as held then (404 if it did not exist yet, 410 if it was deleted by then).' }))
