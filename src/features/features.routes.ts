@@ -5,27 +5,27 @@
 // no data and need no token; the collection, its extent and its items are scoped like
 // GET /sources/?id= (an organisation's own sources; admins all, or one organisation). Every
 // link is absolute (GDAL 3.6 resolves relative ones wrongly).
-import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ApiError, errorResponses, summarise } from '../errors.js'
-import { SECURITY, WRITE_SECURITY } from '../http/security.js'
-import type { SourcesExtent } from '../sources/sources.listing.js'
-import type { SourceStore } from '../sources/sources.store.js'
 import { Type } from '@sinclair/typebox'
 import type { Config } from '../config.js'
+import { ApiError, errorResponses, summarise } from '../errors.js'
+import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
+import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
+import { SECURITY, WRITE_SECURITY } from '../http/security.js'
+import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from '../sources/rejections.js'
 import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
 import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import type { SourcesExtent } from '../sources/sources.listing.js'
 import {
   CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema, SourceOrVersionSchema,
   VersionsResponseSchema, featureCollectionSchema
 } from '../sources/sources.schema.js'
-import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
-import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
-import { headerDoc } from '../schemas/primitives.js'
-import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
+import type { SourceStore } from '../sources/sources.store.js'
+import { decodeCursor, queryDigest } from './features.cursor.js'
+import { itemsBody } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
@@ -112,24 +112,6 @@ function collectionDoc (base: string, extent: SourcesExtent) {
     ]
   }
 }
-
-/**
- * The parts, UTF-8 encoded into one buffer. Sent as a string, a page's text would be copied twice
- * more on V8's heap: joined into one string (for its byte length, Content-Length), then again
- * behind the response's header (Node's http sends a string body in one piece with its head).
- * A buffer lives outside the young generation that each copy fills.
- */
-function utf8Join (parts: readonly string[]): Buffer {
-  let bytes = 0
-  for (const part of parts) bytes += Buffer.byteLength(part)
-  const out = Buffer.allocUnsafe(bytes)
-  let at = 0
-  for (const part of parts) at += out.write(part, at)
-  return out
-}
-
-const STREAM_FIRST_ROWS = 10
-const STREAM_CHUNK_BYTES = 128 * 1024
 
 const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
@@ -239,66 +221,9 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     }
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
-    const scope = account.scope
-    const base = baseOf(request)
-    const self = new URL(request.url, base)
-    const { filter, sort, limit } = parsed
-
-    // A page over ITEMS_ROWS_PER_QUERY rows is read and sent in chunks, each query continuing
-    // after the last row of the one before (keyset, as the cursor does), so the service holds one
-    // chunk of a 10,000-feature page at a time, and no connection while the client reads. Chunks
-    // are sized by bytes: STREAM_FIRST_ROWS first, then as many rows as make about
-    // STREAM_CHUNK_BYTES at the size seen so far (at most ITEMS_ROWS_PER_QUERY), so a page of
-    // 500-vertex polygons holds as little at a time as a page of small boxes. Each chunk is
-    // copied a few times on its way (PostgreSQL's message, a string, the socket's buffer), so
-    // larger chunks raise the peak memory of a big page more than they save time
-    // (docs/performance.md).
-    const streamed = limit > rowsPerQuery
-    async function * body (): AsyncGenerator<string> {
-      yield '{"type":"FeatureCollection","features":['
-      let after = parsed.after
-      let returned = 0
-      let bytes = 0
-      let more = false
-      let matched: number | undefined
-      while (returned < limit) {
-        const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
-        const want = Math.max(1, Math.min(streamed ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
-        let page
-        // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
-        // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
-        // is left out (OGC allows that) rather than counting up to a million rows per page.
-        if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
-        else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
-        if (page.features !== null) {
-          const text = returned > 0 ? `,${page.features}` : page.features
-          bytes += text.length
-          yield text
-        }
-        returned += Number(page.returned)
-        if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
-        more = page.more
-        if (!more) break
-      }
-      const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
-      if (more && after !== undefined) {
-        const next = new URL(self)
-        next.searchParams.set('limit', String(limit))
-        next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
-        links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
-      }
-      const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
-      yield `],${tail.slice(1)}`
-    }
-    // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.listing.ts
-    // featureText) and spliced as text. A page that fits in one query is sent as one buffer (see
-    // utf8Join); a larger one as a byte stream, which reads the next chunk only when the socket
-    // has taken the last (objectMode would queue 16 chunks).
+    const self = new URL(request.url, baseOf(request))
     const untyped: FastifyReply = reply.type(GEOJSON)
-    if (streamed) return untyped.send(Readable.from(body(), { objectMode: false }))
-    const parts: string[] = []
-    for await (const part of body()) parts.push(part)
-    return untyped.send(utf8Join(parts))
+    return untyped.send(await itemsBody({ store, scope: account.scope, parsed, self, digest, rowsPerQuery, countMax }))
   })
 
   app.get('/collections/sources/items/:id', {
