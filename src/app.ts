@@ -35,7 +35,7 @@ import oauthRoutes from './accounts/oauth.routes.js'
 import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
-import tilesRoutes from './tiles/tiles.routes.js'
+import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
 import { plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
@@ -164,7 +164,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(oauthRoutes, { config })
   await app.register(apiKeysRoutes, { config, keys: apiKeys })
   await app.register(sourcesRoutes, { config, store: sources })
-  await app.register(featuresRoutes, { config, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(featuresRoutes, { config, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX, conformance: TILES_CONFORMANCE })
   await app.register(tilesRoutes, {
     store: plainTileStore(db, { maxBytes: config.TILES_MAX_BYTES }),
     maxFeatures: config.TILES_MAX_FEATURES,

@@ -34,7 +34,9 @@ import {
 
 const GEOJSON = 'application/geo+json'
 const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
-const CONFORMANCE = [
+const TAGS = ['OGC API – Features']
+/** The classes this module passes; /conformance adds those of the other modules (`conformance`, from app.ts). */
+export const FEATURES_CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
@@ -43,12 +45,6 @@ const CONFORMANCE = [
   ...['filter', 'features-filter', 'queryables'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
   ...['cql2-text', 'cql2-json', 'basic-cql2', 'advanced-comparison-operators', 'basic-spatial-functions', 'basic-spatial-functions-plus',
     'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`),
-  // src/tiles/
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/core',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt',
   // Part 4 (create, replace, update, delete; src/sources/source-changes.ts)
   'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete',
   'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update',
@@ -113,12 +109,22 @@ function collectionDoc (base: string, extent: SourcesExtent) {
   }
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
+interface Options {
+  config: Config
+  store: SourceStore
+  rowsPerQuery: number
+  countMax: number
+  /** The conformance classes of the other modules (tiles'), declared beside these. */
+  conformance: readonly string[]
+}
+
+const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, rowsPerQuery, countMax, conformance }) => {
+  const conformsTo = [...FEATURES_CONFORMANCE, ...conformance]
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.get('/', {
-    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: ['OGC API – Features'], security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
+    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: TAGS, security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -135,12 +141,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
   })
 
   app.get('/conformance', {
-    schema: { operationId: 'getConformanceDeclaration', summary: 'Conformance classes', tags: ['OGC API – Features'], security: [], response: { 200: ConformanceSchema, ...errorResponses(429, 500) } }
-  }, async () => ({ conformsTo: CONFORMANCE }))
+    schema: { operationId: 'getConformanceDeclaration', summary: 'Conformance classes', tags: TAGS, security: [], response: { 200: ConformanceSchema, ...errorResponses(429, 500) } }
+  }, async () => ({ conformsTo }))
 
   app.get('/collections', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'getCollections', summary: 'The collections', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getCollections', summary: 'The collections', tags: TAGS, security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -151,7 +157,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
 
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
@@ -159,7 +165,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'getCollectionSchema',
       summary: 'JSON Schema of the properties of a source',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
     }
@@ -170,7 +176,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'getQueryables',
       summary: 'The queryables: what a CQL2 filter may name (JSON Schema)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
     }
@@ -193,7 +199,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'getFeatures',
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       querystring: ItemsQuerySchema,
       response: {
@@ -231,7 +237,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'getFeature',
       summary: 'One source (the same Feature as GET /sources/?id=; with as_of, as the registry held it then)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemReadQuerySchema,
@@ -252,7 +258,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'getFeatureVersions',
       summary: 'Every version of one source, newest first (deleted sources too)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemVersionsQuerySchema,
@@ -270,7 +276,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'createFeatures',
       summary: 'Create sources from one GeoJSON Feature or a FeatureCollection (as POST /sources)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
@@ -299,7 +305,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'replaceFeature',
       summary: 'Replace one source with a GeoJSON Feature (If-Match required)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       params: ItemParamsSchema,
@@ -314,7 +320,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'updateFeature',
       summary: 'Change one source with a JSON merge patch (RFC 7396; If-Match required)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: [MERGE_PATCH],
       params: ItemParamsSchema,
@@ -328,7 +334,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: Config, store: SourceS
     schema: {
       operationId: 'deleteFeature',
       summary: 'Delete one source (If-Match honoured when sent); its versions stay readable',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       params: ItemParamsSchema,
       response: { 204: noBody('Deleted.'), ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 414, 415, 429, 500, 503) }

@@ -22,6 +22,8 @@ const TMS_URI = 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQua
 const TMS_DEFINITION = 'https://schemas.opengis.net/tms/2.0/json/examples/tilematrixset/WebMercatorQuad.json'
 const EPSG_3857 = 'http://www.opengis.net/def/crs/EPSG/0/3857'
 const TAGS = ['OGC API – Tiles']
+/** The classes this module passes, declared on /conformance beside OGC API – Features' (app.ts). */
+export const TILES_CONFORMANCE = ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`)
 // Tiles are read like items: a token, or an API key as bearer or Basic (plugins/auth.ts).
 const security = SECURITY
 /** Changes with anything that changes how a tile is drawn from the same rows. */
