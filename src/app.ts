@@ -4,15 +4,15 @@ import Fastify, { type FastifyBaseLogger } from 'fastify'
 import accepts from '@fastify/accepts'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import type { AppConfig } from './config.js'
 import type { Database } from './db/database.js'
-import { ApiError, ErrorBodySchemas, errorResponses } from './errors.js'
+import { ApiError, ErrorBodySchemas } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
-import { OPENAPI_MEDIA_TYPE, sentAs, swaggerOptions } from './http/openapi.js'
+import { swaggerOptions } from './http/openapi.js'
+import openApiRoutes from './http/openapi.routes.js'
 import { fastSourceStore } from './fast/sources-store.js'
 import { plainSourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
@@ -104,35 +104,8 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   const metrics = createMetrics()
   metrics.addPool('primary', db)
   await app.register(metricsPlugin, { config, metrics })
-  // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
-  // with no inline script or style, nosniff, frames denied. Images may also come from the
-  // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
-  const tiles = tileOrigin(config.MAP_TILE_URL)
-  await app.register(securityHeaders, {
-    helmet: {
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'self'"],
-          scriptSrc: ["'self'"],
-          styleSrc: ["'self'"],
-          imgSrc: ["'self'", 'data:', ...(tiles !== undefined ? [tiles] : [])],
-          connectSrc: ["'self'"],
-          fontSrc: ["'self'"],
-          objectSrc: ["'none'"],
-          baseUri: ["'self'"],
-          formAction: ["'self'"],
-          frameAncestors: ["'none'"]
-        }
-      },
-      frameguard: { action: 'deny' },
-      // HSTS belongs to whatever terminates TLS in front of the service, not to a plain-HTTP app.
-      strictTransportSecurity: false,
-      // The API is read by other origins' scripts (with CORS) and by GIS clients: no CORP/COEP.
-      crossOriginResourcePolicy: false,
-      crossOriginEmbedderPolicy: false
-    }
-  })
+  // Security headers on every response; images also from the basemap's tile server.
+  await app.register(securityHeaders, { tileOrigin: tileOrigin(config.MAP_TILE_URL) })
   await app.register(accepts)
   // One store per resource: the routes and the auth plugin reach storage through these alone.
   const accounts = accountStore(db)
@@ -190,18 +163,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(subscriptionsRoutes, { config, store: events })
   app.addHook('onReady', async () => { hub.start(); deliverer.start() })
   app.addHook('preClose', async () => { await deliverer.close(); await hub.close() })
-  app.get('/openapi.json', {
-    config: { rateLimit: false },
-    schema: {
-      operationId: 'getOpenApi',
-      summary: 'This OpenAPI definition',
-      security: [],
-      response: {
-        200: sentAs(OPENAPI_MEDIA_TYPE, Type.Unsafe<ReturnType<typeof app.swagger>>(Type.Object({ openapi: Type.String(), info: Type.Object({}), paths: Type.Object({}) })), 'The OpenAPI 3.0 definition of this service.'),
-        ...errorResponses(500)
-      }
-    }
-  }, async (_request, reply) => reply.type(OPENAPI_MEDIA_TYPE).send(app.swagger()))
+  await app.register(openApiRoutes)
 
   return app
 }
