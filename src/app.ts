@@ -4,15 +4,15 @@ import Fastify, { type FastifyBaseLogger } from 'fastify'
 import accepts from '@fastify/accepts'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
 import { type AppConfig, sections } from './config.js'
 import type { Database } from './db/database.js'
-import { ApiError, ErrorBodySchemas, errorResponses } from './errors.js'
+import { ApiError, ErrorBodySchemas } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
-import { OPENAPI_MEDIA_TYPE, sentAs, swaggerOptions } from './http/openapi.js'
+import { swaggerOptions } from './http/openapi.js'
+import openApiRoutes from './http/openapi.routes.js'
 import { sourceStore } from './sources/sources.store.js'
 import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
@@ -34,7 +34,7 @@ import oauthRoutes from './accounts/oauth.routes.js'
 import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
-import tilesRoutes from './tiles/tiles.routes.js'
+import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
 import { plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
@@ -105,35 +105,8 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   const metrics = createMetrics()
   metrics.addPool('primary', db)
   await app.register(metricsPlugin, { config: section.ops, metrics })
-  // Security headers on every response (the map page is HTML): a strict Content-Security-Policy
-  // with no inline script or style, nosniff, frames denied. Images may also come from the
-  // basemap's tile server (MAP_TILE_URL), and nothing else from anywhere.
-  const tiles = tileOrigin(section.map.MAP_TILE_URL)
-  await app.register(securityHeaders, {
-    helmet: {
-      contentSecurityPolicy: {
-        useDefaults: false,
-        directives: {
-          defaultSrc: ["'self'"],
-          scriptSrc: ["'self'"],
-          styleSrc: ["'self'"],
-          imgSrc: ["'self'", 'data:', ...(tiles !== undefined ? [tiles] : [])],
-          connectSrc: ["'self'"],
-          fontSrc: ["'self'"],
-          objectSrc: ["'none'"],
-          baseUri: ["'self'"],
-          formAction: ["'self'"],
-          frameAncestors: ["'none'"]
-        }
-      },
-      frameguard: { action: 'deny' },
-      // HSTS belongs to whatever terminates TLS in front of the service, not to a plain-HTTP app.
-      strictTransportSecurity: false,
-      // The API is read by other origins' scripts (with CORS) and by GIS clients: no CORP/COEP.
-      crossOriginResourcePolicy: false,
-      crossOriginEmbedderPolicy: false
-    }
-  })
+  // Security headers on every response; images also from the basemap's tile server.
+  await app.register(securityHeaders, { tileOrigin: tileOrigin(section.map.MAP_TILE_URL) })
   await app.register(accepts)
   // One store per resource: the routes and the auth plugin reach storage through these alone.
   const accounts = accountStore(db)
@@ -165,7 +138,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(oauthRoutes, { config: section.auth })
   await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
   await app.register(sourcesRoutes, { config: section.sources, store: sources })
-  await app.register(featuresRoutes, { config: section.sources, store: sources, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX })
+  await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE })
   await app.register(tilesRoutes, {
     config: section.tiles,
     store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES }),
@@ -190,18 +163,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(subscriptionsRoutes, { config: section.events, store: events })
   app.addHook('onReady', async () => { hub.start(); deliverer.start() })
   app.addHook('preClose', async () => { await deliverer.close(); await hub.close() })
-  app.get('/openapi.json', {
-    config: { rateLimit: false },
-    schema: {
-      operationId: 'getOpenApi',
-      summary: 'This OpenAPI definition',
-      security: [],
-      response: {
-        200: sentAs(OPENAPI_MEDIA_TYPE, Type.Unsafe<ReturnType<typeof app.swagger>>(Type.Object({ openapi: Type.String(), info: Type.Object({}), paths: Type.Object({}) })), 'The OpenAPI 3.0 definition of this service.'),
-        ...errorResponses(500)
-      }
-    }
-  }, async (_request, reply) => reply.type(OPENAPI_MEDIA_TYPE).send(app.swagger()))
+  await app.register(openApiRoutes)
 
   return app
 }

@@ -3,8 +3,7 @@
 // Every non-2xx body is { status, message, code } plus `details` (validation) or `request_id`
 // (5xx); http/error-handler.ts turns any error into one.
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { type HeaderDoc, headerDoc as header } from './http/openapi.js'
-import { ConflictWithSchema } from './sources/sources.schema.js'
+import { ConflictWithSchema, type HeaderDoc, headerDoc as header } from './schemas/primitives.js'
 
 export const ErrorStatus = {
   BAD_REQUEST: 400,

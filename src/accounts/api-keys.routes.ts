@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AuthConfig } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
-import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
+import { SECURITY, WRITE_SECURITY } from '../http/security.js'
 import type { ApiKeyRow } from './api-keys.repository.js'
 import {
   ApiKeyListSchema, ApiKeyQuerySchema, type ApiKeyView, CreateApiKeySchema, CreatedApiKeySchema, ListApiKeysQuerySchema, RevokedSchema

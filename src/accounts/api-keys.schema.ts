@@ -1,7 +1,7 @@
 // TypeBox schemas of the API-key endpoints (POST, GET, DELETE /api-keys) and of POST /oauth/token.
 import { type Static, Type } from '@sinclair/typebox'
 import { KEY_SCOPES } from '../db/database.js'
-import { UtcDateTimeSchema } from '../sources/sources.schema.js'
+import { UtcDateTimeSchema } from '../schemas/primitives.js'
 import { KEY_ID_PATTERN } from './api-key-format.js'
 
 export const KeyScopeSchema = Type.Union(KEY_SCOPES.map((s) => Type.Literal(s)), {

@@ -1,6 +1,6 @@
 // TypeBox schemas of the events (CloudEvents 1.0), the feed, the stream and the webhook subscriptions.
 import { type Static, Type } from '@sinclair/typebox'
-import { UtcDateTimeSchema } from '../sources/sources.schema.js'
+import { UtcDateTimeSchema } from '../schemas/primitives.js'
 
 /**
  * Every event type, each with its one-line summary (the AsyncAPI document's): the one list. The

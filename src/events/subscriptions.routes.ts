@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { EventsConfig } from '../config.js'
 import { ApiError, errorResponses } from '../errors.js'
-import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
+import { SECURITY, WRITE_SECURITY } from '../http/security.js'
 import { newSourceIds } from '../sources/source-id.js'
 import type { SubscriptionRow } from './events.repository.js'
 import {

@@ -2,7 +2,7 @@
 // detail whose pointer names the parameter ("?bbox"), never a 500. The route schema has checked
 // that only known parameters are present and that each is a single string.
 import type { ErrorDetail } from '../errors.js'
-import { parseDateTime } from '../sources/datetime.js'
+import { parseDatetimeParameter } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
 import { SORTABLE } from '../sources/source-properties.js'
@@ -63,50 +63,12 @@ function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
   return undefined
 }
 
-export function parseDatetime (text: string, details: ErrorDetail[]): ListFilter['datetime'] {
-  const instant = (part: string, which: string): string | null | undefined => {
-    if (part === '..' || part === '') return null
-    // GDAL's OAPIF driver (3.6) sends a date alone as "2024-05-01T": read it as the date.
-    const parsed = parseDateTime(/^\d{4}-\d{2}-\d{2}T$/.test(part) ? part.slice(0, -1) : part)
-    if (typeof parsed === 'string') {
-      details.push({ pointer: '?datetime', message: `${which} ${JSON.stringify(part)} ${parsed}` })
-      return undefined
-    }
-    return parsed.iso
-  }
-  const parts = text.split('/')
-  if (parts.length === 1) {
-    if (text === '..' || text === '') {
-      details.push({ pointer: '?datetime', message: 'must be an instant (2024-05-01T12:00:00Z) or an interval (a/b, ../b, a/..)' })
-      return undefined
-    }
-    const at = instant(text, 'the instant')
-    return at == null ? undefined : { at }
-  }
-  if (parts.length !== 2) {
-    details.push({ pointer: '?datetime', message: 'an interval has one "/": start/end, with ".." or nothing for an open end' })
-    return undefined
-  }
-  const start = instant(parts[0] as string, 'the start')
-  const end = instant(parts[1] as string, 'the end')
-  if (start === undefined || end === undefined) return undefined
-  if (start === null && end === null) {
-    details.push({ pointer: '?datetime', message: 'an interval needs at least one end: a/.., ../b or a/b' })
-    return undefined
-  }
-  if (start !== null && end !== null && Date.parse(start) > Date.parse(end)) {
-    details.push({ pointer: '?datetime', message: 'the start of the interval is after its end' })
-    return undefined
-  }
-  return { ...(start !== null ? { from: start } : {}), ...(end !== null ? { to: end } : {}) }
-}
-
 /** Parses the query; `details` is non-empty when anything is wrong (then the result is unused). */
 export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: ParsedItems, details: ErrorDetail[] } {
   const details: ErrorDetail[] = []
   const filter: ListFilter = {}
   if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
-  if (q.datetime !== undefined) filter.datetime = parseDatetime(q.datetime, details)
+  if (q.datetime !== undefined) filter.datetime = parseDatetimeParameter(q.datetime, details)
   if (q.feature_id !== undefined) {
     if (q.feature_id.includes(NUL)) details.push({ pointer: '?feature_id', message: NUL_MESSAGE })
     else filter.featureId = q.feature_id

@@ -5,24 +5,26 @@
 // no data and need no token; the collection, its extent and its items are scoped like
 // GET /sources/?id= (an organisation's own sources; admins all, or one organisation). Every
 // link is absolute (GDAL 3.6 resolves relative ones wrongly).
-import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ApiError, errorResponses, summarise } from '../errors.js'
-import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
-import type { SourcesExtent } from '../sources/sources.listing.js'
-import type { SourceStore } from '../sources/sources.store.js'
 import { Type } from '@sinclair/typebox'
 import type { SourcesConfig } from '../config.js'
+import { ApiError, errorResponses, summarise } from '../errors.js'
+import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
+import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
+import { SECURITY, WRITE_SECURITY } from '../http/security.js'
+import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from '../sources/rejections.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from '../sources/source-changes.js'
+import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
-import { createSources } from '../sources/sources.routes.js'
-import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, featureCollectionSchema } from '../sources/sources.schema.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import type { SourcesExtent } from '../sources/sources.listing.js'
+import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
 import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-properties.js'
-import { OPENAPI_MEDIA_TYPE, headerDoc, noBody, sentAs } from '../http/openapi.js'
-import { decodeCursor, encodeCursor, queryDigest } from './features.cursor.js'
+import type { SourceStore } from '../sources/sources.store.js'
+import { decodeCursor, queryDigest } from './features.cursor.js'
+import { itemsBody } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
@@ -31,7 +33,9 @@ import {
 
 const GEOJSON = 'application/geo+json'
 const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
-const CONFORMANCE = [
+const TAGS = ['OGC API – Features']
+/** The classes this module passes; /conformance adds those of the other modules (`conformance`, from app.ts). */
+export const FEATURES_CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
@@ -40,12 +44,6 @@ const CONFORMANCE = [
   ...['filter', 'features-filter', 'queryables'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
   ...['cql2-text', 'cql2-json', 'basic-cql2', 'advanced-comparison-operators', 'basic-spatial-functions', 'basic-spatial-functions-plus',
     'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`),
-  // src/tiles/
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/core',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tileset',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/tilesets-list',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/geodata-tilesets',
-  'http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/mvt',
   // Part 4 (create, replace, update, delete; src/sources/source-changes.ts)
   'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/create-replace-delete',
   'http://www.opengis.net/spec/ogcapi-features-4/1.0/conf/update',
@@ -110,30 +108,20 @@ function collectionDoc (base: string, extent: SourcesExtent) {
   }
 }
 
-/**
- * The parts, UTF-8 encoded into one buffer. Sent as a string, a page's text would be copied twice
- * more on V8's heap: joined into one string (for its byte length, Content-Length), then again
- * behind the response's header (Node's http sends a string body in one piece with its head).
- * A buffer lives outside the young generation that each copy fills.
- */
-function utf8Join (parts: readonly string[]): Buffer {
-  let bytes = 0
-  for (const part of parts) bytes += Buffer.byteLength(part)
-  const out = Buffer.allocUnsafe(bytes)
-  let at = 0
-  for (const part of parts) at += out.write(part, at)
-  return out
+interface Options {
+  config: SourcesConfig
+  store: SourceStore
+  /** The conformance classes of the other modules (tiles'), declared beside these. */
+  conformance: readonly string[]
 }
 
-const STREAM_FIRST_ROWS = 10
-const STREAM_CHUNK_BYTES = 128 * 1024
-
-const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, rowsPerQuery: number, countMax: number }> = async (app, { config, store, rowsPerQuery, countMax }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, conformance }) => {
+  const conformsTo = [...FEATURES_CONFORMANCE, ...conformance]
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.get('/', {
-    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: ['OGC API – Features'], security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
+    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: TAGS, security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -150,12 +138,12 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
   })
 
   app.get('/conformance', {
-    schema: { operationId: 'getConformanceDeclaration', summary: 'Conformance classes', tags: ['OGC API – Features'], security: [], response: { 200: ConformanceSchema, ...errorResponses(429, 500) } }
-  }, async () => ({ conformsTo: CONFORMANCE }))
+    schema: { operationId: 'getConformanceDeclaration', summary: 'Conformance classes', tags: TAGS, security: [], response: { 200: ConformanceSchema, ...errorResponses(429, 500) } }
+  }, async () => ({ conformsTo }))
 
   app.get('/collections', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'getCollections', summary: 'The collections', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'getCollections', summary: 'The collections', tags: TAGS, security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -166,7 +154,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
 
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
-    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: ['OGC API – Features'], security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
@@ -174,7 +162,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'getCollectionSchema',
       summary: 'JSON Schema of the properties of a source',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
     }
@@ -189,7 +177,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'getQueryables',
       summary: 'The queryables: what a CQL2 filter may name (JSON Schema)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
     }
@@ -212,7 +200,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'getFeatures',
       summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       querystring: ItemsQuerySchema,
       response: {
@@ -240,66 +228,9 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     }
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
-    const scope = account.scope
-    const base = baseOf(request)
-    const self = new URL(request.url, base)
-    const { filter, sort, limit } = parsed
-
-    // A page over ITEMS_ROWS_PER_QUERY rows is read and sent in chunks, each query continuing
-    // after the last row of the one before (keyset, as the cursor does), so the service holds one
-    // chunk of a 10,000-feature page at a time, and no connection while the client reads. Chunks
-    // are sized by bytes: STREAM_FIRST_ROWS first, then as many rows as make about
-    // STREAM_CHUNK_BYTES at the size seen so far (at most ITEMS_ROWS_PER_QUERY), so a page of
-    // 500-vertex polygons holds as little at a time as a page of small boxes. Each chunk is
-    // copied a few times on its way (PostgreSQL's message, a string, the socket's buffer), so
-    // larger chunks raise the peak memory of a big page more than they save time
-    // (docs/performance.md).
-    const streamed = limit > rowsPerQuery
-    async function * body (): AsyncGenerator<string> {
-      yield '{"type":"FeatureCollection","features":['
-      let after = parsed.after
-      let returned = 0
-      let bytes = 0
-      let more = false
-      let matched: number | undefined
-      while (returned < limit) {
-        const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
-        const want = Math.max(1, Math.min(streamed ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
-        let page
-        // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
-        // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
-        // is left out (OGC allows that) rather than counting up to a million rows per page.
-        if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
-        else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
-        if (page.features !== null) {
-          const text = returned > 0 ? `,${page.features}` : page.features
-          bytes += text.length
-          yield text
-        }
-        returned += Number(page.returned)
-        if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
-        more = page.more
-        if (!more) break
-      }
-      const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
-      if (more && after !== undefined) {
-        const next = new URL(self)
-        next.searchParams.set('limit', String(limit))
-        next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
-        links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
-      }
-      const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
-      yield `],${tail.slice(1)}`
-    }
-    // Each feature is exactly GET /sources/?id='s, made by PostgreSQL (sources.listing.ts
-    // featureText) and spliced as text. A page that fits in one query is sent as one buffer (see
-    // utf8Join); a larger one as a byte stream, which reads the next chunk only when the socket
-    // has taken the last (objectMode would queue 16 chunks).
+    const self = new URL(request.url, baseOf(request))
     const untyped: FastifyReply = reply.type(GEOJSON)
-    if (streamed) return untyped.send(Readable.from(body(), { objectMode: false }))
-    const parts: string[] = []
-    for await (const part of body()) parts.push(part)
-    return untyped.send(utf8Join(parts))
+    return untyped.send(await itemsBody({ store, scope: account.scope, parsed, self, digest, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX }))
   })
 
   app.get('/collections/sources/items/:id', {
@@ -307,7 +238,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'getFeature',
       summary: 'One source (the same Feature as GET /sources/?id=; with as_of, as the registry held it then)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemReadQuerySchema,
@@ -320,7 +251,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
   }, async (request, reply) => {
     negotiate(request)
     const untyped: FastifyReply = reply
-    return await readSource(store, request, untyped, request.params.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.params.id, request.query.as_of)
   })
 
   app.get('/collections/sources/items/:id/versions', {
@@ -328,7 +259,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'getFeatureVersions',
       summary: 'Every version of one source, newest first (deleted sources too)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemVersionsQuerySchema,
@@ -346,7 +277,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'createFeatures',
       summary: 'Create sources from one GeoJSON Feature or a FeatureCollection (as POST /sources)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
@@ -363,8 +294,9 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
   }, async (request, reply) => {
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
-    const created = await createSources(config, store, request, fc, request.query, (id) => `${baseOf(request)}/collections/sources/items/${id}`)
-    if (created.location !== undefined) void reply.header('location', created.location).header('etag', etagOf(1))
+    const { organisation, id: accountId } = request.account
+    const created = await createSources(store, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
+    if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
 
@@ -374,14 +306,14 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'replaceFeature',
       summary: 'Replace one source with a GeoJSON Feature (If-Match required)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       params: ItemParamsSchema,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, request, request.params.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -389,27 +321,27 @@ const featuresRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: 
     schema: {
       operationId: 'updateFeature',
       summary: 'Change one source with a JSON merge patch (RFC 7396; If-Match required)',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       consumes: [MERGE_PATCH],
       params: ItemParamsSchema,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, request, request.params.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
     schema: {
       operationId: 'deleteFeature',
       summary: 'Delete one source (If-Match honoured when sent); its versions stay readable',
-      tags: ['OGC API – Features'],
+      tags: TAGS,
       security: WRITE_SECURITY,
       params: ItemParamsSchema,
       response: { 204: noBody('Deleted.'), ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 414, 415, 429, 500, 503) }
     }
   }, async (request, reply) => {
-    await remove(store, request, request.params.id)
+    await remove(store, actorOf(request), request.params.id, versionsOf(request, false))
     return await (reply as FastifyReply).code(204).send()
   })
 }

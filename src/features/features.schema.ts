@@ -2,7 +2,8 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
-import { SourceIdSchema, SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
+import { SourceIdSchema } from '../schemas/primitives.js'
+import { SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
 import { SORTABLE } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'

@@ -5,12 +5,10 @@
 import type { SwaggerTransformObject } from '@fastify/swagger'
 import type { TSchema } from '@sinclair/typebox'
 import type { OpenAPIV3 } from 'openapi-types'
+import type { HeaderDoc } from '../schemas/primitives.js'
 
 /** The media type of an OpenAPI 3.0 definition (OGC API – Features' service-desc). */
 export const OPENAPI_MEDIA_TYPE = 'application/vnd.oai.openapi+json;version=3.0'
-
-export interface HeaderDoc { type: 'string', description: string }
-export const headerDoc = (description: string): HeaderDoc => ({ type: 'string', description })
 
 /** A response whose body is `schema`, sent as `mediaType`. */
 export function sentAs<T extends TSchema> (mediaType: string, schema: T, description: string, headers?: Record<string, HeaderDoc>) {

@@ -12,7 +12,8 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import type { MapConfig } from '../config.js'
 import { errorResponses } from '../errors.js'
-import { headerDoc, noBody, sentAs } from '../http/openapi.js'
+import { noBody, sentAs } from '../http/openapi.js'
+import { headerDoc } from '../schemas/primitives.js'
 
 const PUBLIC_DIR = fileURLToPath(new URL('../../src/map/public/', import.meta.url))
 const packageDist = (name: string): string => join(dirname(createRequire(import.meta.url).resolve(`${name}/package.json`)), 'dist')

@@ -75,10 +75,6 @@ export type KeyRefusal =
   | { reason: 'invalid' | 'revoked' | 'expired' | 'disabled', message: string }
   | { reason: 'throttled', message: string, retryAfterSeconds: number }
 
-/** OpenAPI `security` of a route any credential opens; `write` for one a `read` key may not use. */
-export const SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['read'] }]
-export const WRITE_SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: ['write'] }]
-
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/
 const BEARER = /^\s*Bearer\s+(\S+)\s*$/i
 const BASIC = /^\s*Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i

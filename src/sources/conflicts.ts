@@ -3,7 +3,7 @@
 // (dry runs), and the 409 SOURCE_OVERLAP of on_conflict=reject. A partner that is another
 // feature of the same request is named by its id once stored, by its feature_index otherwise.
 import { ApiError, type ErrorDetail } from '../errors.js'
-import type { ConflictWith } from './sources.schema.js'
+import type { ConflictWith } from '../schemas/primitives.js'
 import { conflictsOf } from './source-feature.js'
 import type { ConflictsById, NewSource } from './sources.repository.js'
 

@@ -1,30 +1,24 @@
-// Changing one source over HTTP, the same on /sources/?id= and /collections/sources/items/{id}:
-// PUT (a Feature replaces it), PATCH (an RFC 7396 merge patch), DELETE, each under RFC 9110's
-// preconditions (If-Match, with the weak ETag of the source's version), and the reads that go
-// with them (GET with If-None-Match, 410 for a deleted source, as_of, versions). Validation is
-// POST's: the feature is checked as a one-feature collection (geojson.ts, rejections.ts) and the
-// pointers say where in this body the problem is.
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Type } from '@sinclair/typebox'
+// One source's writes and reads, the same on /sources and /collections/sources/items: POST (a
+// collection created under the conflict policy), PUT (a Feature replaces it), PATCH (an RFC 7396
+// merge patch), DELETE, each at the versions If-Match named, and the reads that go with them (410
+// for a deleted source, as_of, versions). Plain values in and out: the routes read the request
+// (the actor, If-Match, the body) and send the answer (source-replies.ts). Validation is POST's:
+// a feature is checked as a one-feature collection (geojson.ts, rejections.ts) and the pointers
+// say where in this body the problem is.
 import { Value } from '@sinclair/typebox/value'
 import { ApiError, type ErrorDetail, summarise } from '../errors.js'
-import { headerDoc, sentAs } from '../http/openapi.js'
 import type { Scope } from '../db/database.js'
+import { mergePatch } from '../http/merge-patch.js'
+import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { parseDateTime } from './datetime.js'
 import { checkFeatureCollection, checkRings } from './geojson.js'
 import { explainRejection } from './rejections.js'
 import { etagOf, versionFeature } from './source-feature.js'
-import { PolygonSchema, type FeatureInput } from './sources.schema.js'
-import { SourceFeatureSchema, type VersionsResponse } from './source-feature.schema.js'
-import type { NewSource, SourceEdit, SourceRow } from './sources.repository.js'
+import { newSourceIds } from './source-id.js'
+import { PolygonSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection, type FeatureInput } from './sources.schema.js'
+import type { VersionsResponse } from './source-feature.schema.js'
+import type { ConflictsById, NewSource, Owner, SourceEdit, SourceRow, VersionRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
-
-export const MERGE_PATCH = 'application/merge-patch+json'
-
-export const ETAG_HEADER = headerDoc('W/"<version>": the version of the source this is (If-Match and If-None-Match take it).')
-/** PUT's and PATCH's answer: the source as GET returns it. */
-export const CHANGED = sentAs('application/geo+json', SourceFeatureSchema, 'The source as changed (as GET returns it).', { ETag: ETAG_HEADER })
-export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
 
 /** A pointer into a one-feature collection (/features/0/…) as one into the feature itself. */
 function unwrap (details: ErrorDetail[] = []): ErrorDetail[] {
@@ -45,17 +39,6 @@ export function checkFeature (feature: FeatureInput, id: string): NewSource {
     throw new ApiError(checked.code, summarise(details), { details })
   }
   return { ...(checked.features[0] as NewSource), id }
-}
-
-/** RFC 7396: the patch merged into the target (null removes a member; anything but an object replaces). */
-export function mergePatch (target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
-  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target as Record<string, unknown> } : {}
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key]
-    else out[key] = mergePatch(out[key], value)
-  }
-  return out
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -129,29 +112,6 @@ function asInput (row: SourceRow): FeatureInput {
   return { type: 'Feature', id: featureId, properties: { start_at: startAt, end_at: endAt }, geometry: feature.geometry }
 }
 
-/**
- * The versions If-Match names: undefined for `*` (any current version), [] when it names none
- * this service made (so nothing matches: 412); 428 without the header. Entity tags compare
- * weakly (W/"3" and "3" name version 3): the ETag is weak, see docs/decisions.md.
- */
-export function ifMatch (request: FastifyRequest, required: boolean): number[] | undefined | false {
-  const header = request.headers['if-match']
-  if (header === undefined) {
-    if (required) throw new ApiError('PRECONDITION_REQUIRED', 'This change needs an If-Match header with the ETag of the source as last read (GET), so that it cannot undo a change you have not seen.')
-    return false
-  }
-  if (header.trim() === '*') return undefined
-  return header.split(',').map((tag) => /^\s*(?:W\/)?"([1-9]\d{0,8})"\s*$/.exec(tag)?.[1]).filter((v): v is string => v !== undefined).map(Number)
-}
-
-/** Whether If-None-Match names this version (weak comparison, RFC 9110 13.1.2). */
-export function notModified (request: FastifyRequest, version: number): boolean {
-  const header = request.headers['if-none-match']
-  if (header === undefined) return false
-  if (header.trim() === '*') return true
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === `"${version}"`)
-}
-
 const stale = (version: number): ApiError => new ApiError('PRECONDITION_FAILED',
   `The source has changed since the ETag you sent: it is at version ${version} (ETag ${etagOf(version)}); read it again and repeat the change. Nothing was changed.`,
   { fields: { version } })
@@ -171,7 +131,6 @@ async function unchanged (store: SourceStore, id: string, scope: Scope): Promise
 
 /** Who is changing: `by` is '@' and the account's id (the history records its e-mail). */
 export interface Actor { by: string, scope: Scope }
-export const actorOf = (request: FastifyRequest): Actor => ({ by: `@${request.account.id}`, scope: request.account.scope })
 
 /** A write the database refused, explained as POST's are (409/422 with pointers into this body). */
 async function refused (store: SourceStore, err: unknown, id: string, scope: Scope, next: (row: SourceRow) => NewSource): Promise<unknown> {
@@ -181,10 +140,62 @@ async function refused (store: SourceStore, err: unknown, id: string, scope: Sco
   return rewrap(await explainRejection(err, [source], (s) => store.diagnose(row.organisation, s)))
 }
 
-/** PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the If-Match version (428/412/404/410; 409 on a feature id clash). */
-export async function replace (store: SourceStore, request: FastifyRequest, id: string, feature: FeatureInput): Promise<SourceRow> {
-  const actor = actorOf(request)
-  const versions = ifMatch(request, true) as number[] | undefined
+/** What POST answers: 201 with the ids (`body.id` when one source was created), or 200 for a dry run. */
+export type Created = { status: 200, body: DryRunResponse } | { status: 201, body: CreateResponse }
+
+/**
+ * POST's work, for /sources and /collections/sources/items alike: checks (400/422), ids, the
+ * insert under the conflict policy (the query's on_conflict, else the deployment's), and what
+ * to answer.
+ */
+export async function createSources (
+  store: SourceStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>
+): Promise<Created> {
+  const checked = checkFeatureCollection(fc)
+  if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
+  const ids = newSourceIds(checked.features.length)
+  const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
+  const insert = { owner, sources }
+  const dryRun = query.dry_run === 'true'
+  const reject = (query.on_conflict ?? conflictPolicy) === 'reject'
+  let conflicts: ConflictsById
+  try {
+    if (dryRun || reject) {
+      // In a transaction that commits only a real write without conflicts: dry runs and
+      // rejected writes roll back, and what they read is what a commit would have recorded.
+      const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
+      if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
+      conflicts = outcome.conflicts
+    } else {
+      conflicts = await store.insert(insert)
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err
+    throw await explainRejection(err, sources, (s) => store.diagnose(owner.organisation, s))
+  }
+  if (dryRun) {
+    const each = featureConflicts(conflicts, sources)
+    return {
+      status: 200,
+      body: {
+        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${each.filter((f) => f.conflict).length} with conflicts.`,
+        dry_run: true,
+        sources: each
+      }
+    }
+  }
+  const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId, ...conflictIds(conflicts, s.id) }))
+  const only = created.length === 1 ? created[0] : undefined
+  return only !== undefined
+    ? { status: 201, body: { id: only.id, message: 'Source created.', sources: created } }
+    : { status: 201, body: { message: `${created.length} sources created.`, sources: created } }
+}
+
+/**
+ * PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the versions If-Match
+ * named (undefined: any; 412/404/410; 409 on a feature id clash).
+ */
+export async function replace (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput): Promise<SourceRow> {
   const source = checkFeature(feature, id)
   let row: SourceRow | undefined
   try {
@@ -198,12 +209,10 @@ export async function replace (store: SourceStore, request: FastifyRequest, id: 
 
 /**
  * PATCH: the merge patch checked alone (patchEdit), then one UPDATE that merges it into the
- * stored source at the If-Match version. When the database refuses the result, the stored
+ * stored source at the versions If-Match named. When the database refuses the result, the stored
  * source is read, the patch merged into it and the whole checked as PUT's body, which says why.
  */
-export async function patch (store: SourceStore, request: FastifyRequest, id: string, body: unknown): Promise<SourceRow> {
-  const actor = actorOf(request)
-  const versions = ifMatch(request, true) as number[] | undefined
+export async function patch (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown): Promise<SourceRow> {
   const edit = patchEdit(body)
   let row: SourceRow | undefined
   try {
@@ -215,11 +224,9 @@ export async function patch (store: SourceStore, request: FastifyRequest, id: st
   return row
 }
 
-/** DELETE: If-Match honoured when sent; the version the deletion is. */
-export async function remove (store: SourceStore, request: FastifyRequest, id: string): Promise<number> {
-  const actor = actorOf(request)
-  const versions = ifMatch(request, false)
-  const version = await store.delete({ id, scope: actor.scope, versions: versions === false ? undefined : versions, by: actor.by })
+/** DELETE at the versions If-Match named (undefined: any); the version the deletion is. */
+export async function remove (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined): Promise<number> {
+  const version = await store.delete({ id, scope: actor.scope, versions, by: actor.by })
   if (version === undefined) throw await unchanged(store, id, actor.scope)
   return version
 }
@@ -234,29 +241,19 @@ export function asOfInstant (text: string): string {
   return parsed.iso
 }
 
-/**
- * GET of one source, as the reply to send: the Feature with its ETag (304 when If-None-Match
- * names it), 404 or 410; with as_of, the version held then (404 before it existed, 410 after it
- * was deleted).
- */
-export async function readSource (store: SourceStore, request: FastifyRequest, reply: FastifyReply, id: string, asOf: string | undefined): Promise<FastifyReply> {
-  const scope = request.account.scope
-  if (asOf !== undefined) {
-    const version = await store.versionAt(id, scope, asOfInstant(asOf))
-    if (version === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id} at ${asOf}.`)
-    if (version.operation === 'delete') throw new ApiError('GONE', `Source ${id} had been deleted by ${asOf} (at ${version.recorded_at}).`, { fields: { deleted_at: version.recorded_at, version: version.version } })
-    return reply.header('etag', etagOf(version.version)).type('application/geo+json').send(version.feature)
-  }
+/** GET of one source: the source (404, or 410 for a source the caller's organisation deleted). */
+export async function current (store: SourceStore, scope: Scope, id: string): Promise<SourceRow> {
   const row = await store.find(id, scope)
   if (row === undefined) throw await missing(store, id, scope)
-  void reply.header('etag', etagOf(row.version))
-  if (notModified(request, row.version)) return reply.code(304).send()
-  return reply.type('application/geo+json').send(row.feature)
+  return row
 }
 
-/** A source after a change, as GET sends it, with its ETag. */
-export function sendSource (reply: FastifyReply, row: SourceRow): FastifyReply {
-  return reply.header('etag', etagOf(row.version)).type('application/geo+json').send(row.feature)
+/** GET with as_of: the version held then (404 before it existed, 410 after it was deleted). */
+export async function heldAt (store: SourceStore, scope: Scope, id: string, asOf: string): Promise<VersionRow> {
+  const version = await store.versionAt(id, scope, asOfInstant(asOf))
+  if (version === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id} at ${asOf}.`)
+  if (version.operation === 'delete') throw new ApiError('GONE', `Source ${id} had been deleted by ${asOf} (at ${version.recorded_at}).`, { fields: { deleted_at: version.recorded_at, version: version.version } })
+  return version
 }
 
 /** A page of a source's versions, newest first; `self` is the URL asked for (the next link keeps its query). */
@@ -278,13 +275,4 @@ export async function versionsPage (store: SourceStore, scope: Scope, id: string
     links,
     numberReturned: shown.length
   }
-}
-
-/** A PATCH body: any JSON object, checked by `patched` (which members, and the result). */
-export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, properties.start_at, properties.end_at.' })
-
-/** 415 for a PATCH that is not a merge patch (a plain JSON body would parse, but means something else). */
-export async function mergePatchOnly (request: FastifyRequest): Promise<void> {
-  const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase()
-  if (type !== MERGE_PATCH) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '(none)')}: send ${MERGE_PATCH}.`)
 }

@@ -3,7 +3,7 @@
 // there is described here without a change.
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { type SourceProperty, propertiesWhere } from './source-properties.js'
-import { SourceIdSchema, UtcDateTimeSchema } from './sources.schema.js'
+import { SourceIdSchema, UtcDateTimeSchema } from '../schemas/primitives.js'
 
 /** A property's value schema in responses. */
 function schemaOf (p: SourceProperty): TSchema {

@@ -9,7 +9,7 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import { type RawBuilder, sql } from 'kysely'
 import { isoUtc, stAsGeoJson } from '../db/postgis.js'
-import { FeatureIdSchema, OverlapFields, SourceIdSchema } from './sources.schema.js'
+import { FeatureIdSchema, OverlapFields, SourceIdSchema } from '../schemas/primitives.js'
 
 /** A source's conflicts are listed up to this many, largest overlap first; beyond, a total. */
 export const CONFLICTS_LISTED = 100

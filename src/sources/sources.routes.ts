@@ -1,78 +1,26 @@
 // POST /sources, GET, PUT, PATCH and DELETE /sources/?id=, GET /sources/versions?id= (with or
-// without the trailing slash). One source's changes and reads are source-changes.ts's, shared
-// with the OGC items paths.
+// without the trailing slash). One source's writes and reads are source-changes.ts's, and what
+// is sent of one source-replies.ts's, shared with the OGC items paths.
 // HTTP only: checks (geojson.ts), storage (a SourceStore, plain or fast, chosen in app.ts) and
 // the explanation of a rejected write (rejections.ts) live beside it.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { SourcesConfig } from '../config.js'
-import { ApiError, errorResponses, summarise } from '../errors.js'
-import { headerDoc, noBody, sentAs } from '../http/openapi.js'
-import { SECURITY, WRITE_SECURITY } from '../plugins/auth.js'
-import { checkFeatureCollection } from './geojson.js'
-import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
-import { featureOf, explainRejection } from './rejections.js'
-import { newSourceIds } from './source-id.js'
+import { errorResponses } from '../errors.js'
+import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
+import { noBody, sentAs } from '../http/openapi.js'
+import { SECURITY, WRITE_SECURITY } from '../http/security.js'
+import { headerDoc } from '../schemas/primitives.js'
+import { featureOf } from './rejections.js'
 import { etagOf } from './source-feature.js'
 import {
-  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema,
-  SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema,
-  featureCollectionSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection
+  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema,
+  SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema, featureCollectionSchema
 } from './sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from './source-feature.schema.js'
-import type { ConflictsById, NewSource } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, MERGE_PATCH, MergePatchSchema, mergePatchOnly, patch, readSource, remove, replace, sendSource, versionsPage } from './source-changes.js'
-
-/**
- * POST's work, for /sources and /collections/sources/items alike: checks (400/422), ids, the
- * insert under the conflict policy, and what to answer (201, or 200 for a dry run; a Location
- * for one source, made by `locate`).
- */
-export async function createSources (
-  config: SourcesConfig, store: SourceStore, request: FastifyRequest, fc: FeatureCollection, query: CreateQuery,
-  locate: (id: string) => string = (id) => `/sources/?id=${id}`
-): Promise<{ status: 200, body: DryRunResponse, location?: undefined } | { status: 201, body: CreateResponse, location?: string }> {
-  const checked = checkFeatureCollection(fc)
-  if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
-  const account = request.account
-  const ids = newSourceIds(checked.features.length)
-  const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
-  const insert = { owner: { organisation: account.organisation, accountId: account.id }, sources }
-  const dryRun = query.dry_run === 'true'
-  const reject = (query.on_conflict ?? config.CONFLICT_POLICY) === 'reject'
-  let conflicts: ConflictsById
-  try {
-    if (dryRun || reject) {
-      // In a transaction that commits only a real write without conflicts: dry runs and
-      // rejected writes roll back, and what they read is what a commit would have recorded.
-      const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
-      if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
-      conflicts = outcome.conflicts
-    } else {
-      conflicts = await store.insert(insert)
-    }
-  } catch (err) {
-    if (err instanceof ApiError) throw err
-    throw await explainRejection(err, sources, (s) => store.diagnose(account.organisation, s))
-  }
-  if (dryRun) {
-    const each = featureConflicts(conflicts, sources)
-    return {
-      status: 200,
-      body: {
-        message: `Dry run, nothing was stored: ${sources.length} source${sources.length > 1 ? 's' : ''} would be created, ${each.filter((f) => f.conflict).length} with conflicts.`,
-        dry_run: true,
-        sources: each
-      }
-    }
-  }
-  const created = sources.map((s) => ({ id: s.id, feature_id: s.featureId, ...conflictIds(conflicts, s.id) }))
-  const only = created.length === 1 ? created[0] : undefined
-  return only !== undefined
-    ? { status: 201, body: { id: only.id, message: 'Source created.', sources: created }, location: locate(only.id) }
-    : { status: 201, body: { message: `${created.length} sources created.`, sources: created } }
-}
+import { createSources, patch, remove, replace, versionsPage } from './source-changes.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from './source-replies.js'
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore }> = async (app, { config, store }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
@@ -97,8 +45,9 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       }
     }
   }, async (request, reply) => {
-    const created = await createSources(config, store, request, request.body, request.query)
-    if (created.location !== undefined) void reply.header('location', created.location).header('etag', etagOf(1))
+    const { organisation, id: accountId } = request.account
+    const created = await createSources(store, { organisation, accountId }, request.body, request.query, config.CONFLICT_POLICY)
+    if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `/sources/?id=${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
 
@@ -117,9 +66,9 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
     }
   }, async (request, reply) => {
     // A string is sent as it is; the typed reply wants the schema's object type, the plain
-    // FastifyReply it extends takes any payload (featureJson).
+    // FastifyReply it extends takes any payload (the Feature text).
     const untyped: FastifyReply = reply
-    return await readSource(store, request, untyped, request.query.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.query.id, request.query.as_of)
   })
 
   app.get('/sources/versions', {
@@ -148,7 +97,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, request, request.query.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.query.id, versionsOf(request, true), request.body)))
 
   app.patch('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -162,7 +111,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, request, request.query.id, request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.query.id, versionsOf(request, true), request.body)))
 
   app.delete('/sources', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
@@ -175,7 +124,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       response: { 200: DeleteResponseSchema, ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 415, 429, 500, 503) }
     }
   }, async (request) => {
-    await remove(store, request, request.query.id)
+    await remove(store, actorOf(request), request.query.id, versionsOf(request, false))
     return { message: `Source ${request.query.id} deleted.` }
   })
 }

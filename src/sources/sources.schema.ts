@@ -1,13 +1,8 @@
 // TypeBox schemas for the sources endpoints: the FeatureCollection accepted by POST /sources and
-// the bodies each route returns. Shared primitives (ids, date-times) live here once.
+// the bodies each route returns. The primitives they share with other modules (ids, date-times,
+// bbox, overlaps) are schemas/primitives.ts's.
 import { type Static, Type } from '@sinclair/typebox'
-
-export const SOURCE_ID_PATTERN = '^src_[0-9A-Za-z]{13,64}$'
-export const SourceIdSchema = Type.String({ pattern: SOURCE_ID_PATTERN, description: 'Service-assigned identifier: "src_" + base62.' })
-export const FeatureIdSchema = Type.String({ minLength: 1, maxLength: 256, description: 'The client\'s own identifier for the source.' })
-export const DateTimeInputSchema = Type.String({ minLength: 1, maxLength: 64, description: 'ISO 8601 date-time with Z or an offset, or a date alone (midnight UTC).' })
-export const UtcDateTimeSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?Z$', description: 'ISO 8601 in UTC, e.g. 2024-05-01T12:00:00Z.' })
-const BboxSchema = Type.Array(Type.Number(), { minItems: 4 })
+import { BboxSchema, ConflictWithSchema, DateTimeInputSchema, FeatureIdSchema, SourceIdSchema } from '../schemas/primitives.js'
 
 // [longitude, latitude] or [longitude, latitude, altitude]; ranges and closure are checked in geojson.ts.
 export const PositionSchema = Type.Array(Type.Number(), { minItems: 2, maxItems: 3 })
@@ -36,20 +31,6 @@ export function featureCollectionSchema (maxFeatures: number) {
   })
 }
 export type FeatureCollection = Static<ReturnType<typeof featureCollectionSchema>>
-
-export const OverlapFields = {
-  overlap_m2: Type.Number({ description: 'Area in m² of the intersection of the two areas.' }),
-  overlap_ratio: Type.Number({ minimum: 0, maximum: 1, description: 'overlap_m2 over the area of this source.' }),
-  overlap_start: UtcDateTimeSchema,
-  overlap_end: UtcDateTimeSchema
-}
-/** A conflict of a feature not stored (dry runs, SOURCE_OVERLAP): with a source, or with another feature of the request. */
-export const ConflictWithSchema = Type.Object({
-  id: Type.Optional(SourceIdSchema),
-  feature_index: Type.Optional(Type.Integer({ description: 'Or the other feature of the same request it conflicts with.' })),
-  ...OverlapFields
-})
-export type ConflictWith = Static<typeof ConflictWithSchema>
 
 export const CreatedSourceSchema = Type.Object({
   id: SourceIdSchema,
@@ -85,6 +66,9 @@ export type DryRunResponse = Static<typeof DryRunResponseSchema>
 export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
+
+/** A PATCH body: any JSON object, checked by source-changes.ts `patchEdit` (which members, and the result). */
+export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, properties.start_at, properties.end_at.' })
 
 export const SourceReadQuerySchema = Type.Object({
   id: SourceIdSchema,

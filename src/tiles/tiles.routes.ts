@@ -6,14 +6,14 @@
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
 // instance, and If-None-Match answers 304 without drawing the tile. A tile is drawn with its
 // counters in one statement, so its ETag is exact for its bytes.
-import { SECURITY } from '../plugins/auth.js'
+import { SECURITY } from '../http/security.js'
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TilesConfig } from '../config.js'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AdmissionQueue } from '../http/admission-queue.js'
-import { parseDatetime } from '../features/features.query.js'
+import { parseDatetimeParameter } from '../sources/datetime.js'
 import { MAX_ZOOM, type Tile } from './tile-matrix.js'
 import type { TileFilter } from './tiles.repository.js'
 import type { TileStore } from './tiles.store.js'
@@ -23,6 +23,8 @@ const TMS_URI = 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQua
 const TMS_DEFINITION = 'https://schemas.opengis.net/tms/2.0/json/examples/tilematrixset/WebMercatorQuad.json'
 const EPSG_3857 = 'http://www.opengis.net/def/crs/EPSG/0/3857'
 const TAGS = ['OGC API – Tiles']
+/** The classes this module passes, declared on /conformance beside OGC API – Features' (app.ts). */
+export const TILES_CONFORMANCE = ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`)
 // Tiles are read like items: a token, or an API key as bearer or Basic (plugins/auth.ts).
 const security = SECURITY
 /** Changes with anything that changes how a tile is drawn from the same rows. */
@@ -42,7 +44,7 @@ const NUL = '\u0000'
 
 function parseFilter (query: { datetime?: string, organisation?: string }, isAdmin: boolean, details: ErrorDetail[]): TileFilter {
   const filter: TileFilter = {}
-  if (query.datetime !== undefined) filter.datetime = parseDatetime(query.datetime, details)
+  if (query.datetime !== undefined) filter.datetime = parseDatetimeParameter(query.datetime, details)
   if (query.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
     else if (query.organisation.includes(NUL)) details.push({ pointer: '?organisation', message: 'must not contain the character U+0000' })

@@ -1,0 +1,107 @@
+// One page of items as the text sent for it: the sources' Feature text that PostgreSQL makes
+// (sources.listing.ts featureText), read in chunks that continue one another, spliced into a
+// FeatureCollection with its links and counts; sent as one buffer, or streamed when it is larger
+// than one query reads.
+import { Readable } from 'node:stream'
+import type { Scope } from '../db/database.js'
+import type { SourceStore } from '../sources/sources.store.js'
+import { encodeCursor } from './features.cursor.js'
+import type { ParsedItems } from './features.query.js'
+
+const GEOJSON = 'application/geo+json'
+const STREAM_FIRST_ROWS = 10
+const STREAM_CHUNK_BYTES = 128 * 1024
+
+export interface ItemsPage {
+  store: Pick<SourceStore, 'list' | 'listFirst'>
+  scope: Scope
+  /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
+  parsed: ParsedItems
+  /** The URL asked for: the self link, and the next link with a cursor. */
+  self: URL
+  /** What a cursor is bound to (features.cursor.ts queryDigest). */
+  digest: () => string
+  /** ITEMS_ROWS_PER_QUERY and ITEMS_COUNT_MAX. */
+  rowsPerQuery: number
+  countMax: number
+}
+
+/**
+ * The parts, UTF-8 encoded into one buffer. Sent as a string, a page's text would be copied twice
+ * more on V8's heap: joined into one string (for its byte length, Content-Length), then again
+ * behind the response's header (Node's http sends a string body in one piece with its head).
+ * A buffer lives outside the young generation that each copy fills.
+ */
+function utf8Join (parts: readonly string[]): Buffer {
+  let bytes = 0
+  for (const part of parts) bytes += Buffer.byteLength(part)
+  const out = Buffer.allocUnsafe(bytes)
+  let at = 0
+  for (const part of parts) at += out.write(part, at)
+  return out
+}
+
+// A page over ITEMS_ROWS_PER_QUERY rows is read and sent in chunks, each query continuing
+// after the last row of the one before (keyset, as the cursor does), so the service holds one
+// chunk of a 10,000-feature page at a time, and no connection while the client reads. Chunks
+// are sized by bytes: STREAM_FIRST_ROWS first, then as many rows as make about
+// STREAM_CHUNK_BYTES at the size seen so far (at most ITEMS_ROWS_PER_QUERY), so a page of
+// 500-vertex polygons holds as little at a time as a page of small boxes. Each chunk is
+// copied a few times on its way (PostgreSQL's message, a string, the socket's buffer), so
+// larger chunks raise the peak memory of a big page more than they save time
+// (docs/performance.md).
+const streamed = ({ parsed, rowsPerQuery }: ItemsPage): boolean => parsed.limit > rowsPerQuery
+
+/** The page's text, in the parts it is read in. */
+export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
+  const { store, scope, parsed, self, digest, rowsPerQuery, countMax } = input
+  const { filter, sort, limit } = parsed
+  const chunked = streamed(input)
+  yield '{"type":"FeatureCollection","features":['
+  let after = parsed.after
+  let returned = 0
+  let bytes = 0
+  let more = false
+  let matched: number | undefined
+  while (returned < limit) {
+    const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
+    const want = Math.max(1, Math.min(chunked ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
+    let page
+    // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
+    // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
+    // is left out (OGC allows that) rather than counting up to a million rows per page.
+    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
+    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
+    if (page.features !== null) {
+      const text = returned > 0 ? `,${page.features}` : page.features
+      bytes += text.length
+      yield text
+    }
+    returned += Number(page.returned)
+    if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
+    more = page.more
+    if (!more) break
+  }
+  const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
+  if (more && after !== undefined) {
+    const next = new URL(self)
+    next.searchParams.set('limit', String(limit))
+    next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
+    links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+  }
+  const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
+  yield `],${tail.slice(1)}`
+}
+
+/**
+ * The page as the body to send. Each feature is exactly GET /sources/?id='s, made by PostgreSQL
+ * (sources.listing.ts featureText) and spliced as text. A page that fits in one query is sent as
+ * one buffer (see utf8Join); a larger one as a byte stream, which reads the next chunk only when
+ * the socket has taken the last (objectMode would queue 16 chunks).
+ */
+export async function itemsBody (input: ItemsPage): Promise<Buffer | Readable> {
+  if (streamed(input)) return Readable.from(itemsParts(input), { objectMode: false })
+  const parts: string[] = []
+  for await (const part of itemsParts(input)) parts.push(part)
+  return utf8Join(parts)
+}

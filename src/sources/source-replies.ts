@@ -1,0 +1,45 @@
+// The HTTP side of one source that /sources and /collections/sources/items share: who is acting
+// and which versions If-Match names, read from the request; the source sent with its ETag (304
+// when If-None-Match names it); and the OpenAPI description of a change's answer.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { sentAs } from '../http/openapi.js'
+import { ifMatch, notModified } from '../http/preconditions.js'
+import { headerDoc } from '../schemas/primitives.js'
+import { type Actor, current, heldAt } from './source-changes.js'
+import { etagOf } from './source-feature.js'
+import { SourceFeatureSchema } from './source-feature.schema.js'
+import type { SourceRow } from './sources.repository.js'
+import type { SourceStore } from './sources.store.js'
+
+const GEOJSON = 'application/geo+json'
+
+export const ETAG_HEADER = headerDoc('W/"<version>": the version of the source this is (If-Match and If-None-Match take it).')
+/** PUT's and PATCH's answer: the source as GET returns it. */
+export const CHANGED = sentAs(GEOJSON, SourceFeatureSchema, 'The source as changed (as GET returns it).', { ETag: ETAG_HEADER })
+export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
+
+export const actorOf = (request: FastifyRequest): Actor => ({ by: `@${request.account.id}`, scope: request.account.scope })
+
+/** The versions a change's If-Match names (428 without it where `required`; undefined: any). */
+export const versionsOf = (request: FastifyRequest, required: boolean): number[] | undefined => ifMatch(request.headers['if-match'], required)
+
+/**
+ * GET of one source: the Feature with its ETag (304 when If-None-Match names it), 404 or 410;
+ * with as_of, the version held then (404 before it existed, 410 after it was deleted).
+ */
+export async function sendRead (store: SourceStore, request: FastifyRequest, reply: FastifyReply, id: string, asOf: string | undefined): Promise<FastifyReply> {
+  const scope = request.account.scope
+  if (asOf !== undefined) {
+    const version = await heldAt(store, scope, id, asOf)
+    return reply.header('etag', etagOf(version.version)).type(GEOJSON).send(version.feature)
+  }
+  const row = await current(store, scope, id)
+  void reply.header('etag', etagOf(row.version))
+  if (notModified(request.headers['if-none-match'], row.version)) return reply.code(304).send()
+  return reply.type(GEOJSON).send(row.feature)
+}
+
+/** A source after a change, as GET sends it, with its ETag. */
+export function sendSource (reply: FastifyReply, row: SourceRow): FastifyReply {
+  return reply.header('etag', etagOf(row.version)).type(GEOJSON).send(row.feature)
+}
