@@ -5,8 +5,9 @@ import type { ErrorDetail } from '../errors.js'
 import { parseDatetimeParameter } from '../sources/datetime.js'
 import type { ListFilter, SortField } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
-import { SORTABLE } from '../sources/source-properties.js'
+import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
+import type { FilterExpr } from '../sources/filter.sql.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
@@ -18,13 +19,13 @@ export interface ItemsQuery {
   limit?: string
   cursor?: string
   sortby?: string
-  feature_id?: string
   organisation?: string
-  conflict?: string
   filter?: string
   'filter-lang'?: string
   'filter-crs'?: string
   f?: string
+  /** A queryable's own parameter (queryableTerms). */
+  [queryable: string]: string | undefined
 }
 
 export interface ParsedItems {
@@ -69,20 +70,14 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
   const filter: ListFilter = {}
   if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
   if (q.datetime !== undefined) filter.datetime = parseDatetimeParameter(q.datetime, details)
-  if (q.feature_id !== undefined) {
-    if (q.feature_id.includes(NUL)) details.push({ pointer: '?feature_id', message: NUL_MESSAGE })
-    else filter.featureId = q.feature_id
-  }
   if (q.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
     else if (q.organisation.includes(NUL)) details.push({ pointer: '?organisation', message: NUL_MESSAGE })
     else filter.organisation = q.organisation
   }
-  if (q.conflict !== undefined) {
-    if (q.conflict !== 'true' && q.conflict !== 'false') details.push({ pointer: '?conflict', message: 'must be true or false' })
-    else filter.conflict = q.conflict === 'true'
-  }
+  const terms = queryableTerms(q, details)
   const geometries = parseFilterParams(q, filter, details)
+  if (terms.length > 0) filter.expr = { op: 'and', args: filter.expr === undefined ? terms : [...terms, filter.expr] }
   if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
 
   let limit = DEFAULT_LIMIT
@@ -115,4 +110,41 @@ function parseFilterParams (q: ItemsQuery, filter: ListFilter, details: ErrorDet
   }
   filter.expr = checked.expr
   return checked.geometries
+}
+
+/** The queryables a query parameter may name: every one but the geometry. */
+const QUERYABLE_PARAMETERS = propertiesWhere((p) => p.queryable && p.type !== 'geometry')
+
+/**
+ * Each queryable given as a query parameter (OGC API – Features Part 3, queryables as query
+ * parameters), as the CQL2 comparison it stands for: equality for a string, a number or a
+ * boolean; for a timestamp, equality with an instant or, with an interval as `datetime` takes
+ * it, the closed interval (an open end unbounded). ANDed with the other parameters and the filter.
+ */
+function queryableTerms (q: ItemsQuery, details: ErrorDetail[]): FilterExpr[] {
+  const terms: FilterExpr[] = []
+  for (const [name, p] of QUERYABLE_PARAMETERS) {
+    const text = q[name]
+    if (text === undefined) continue
+    const pointer = `?${name}`
+    const property = { property: name }
+    if (p.type === 'timestamp') {
+      const dt = parseDatetimeParameter(text, details, pointer)
+      if (dt?.at !== undefined) terms.push({ op: 'compare', cmp: '=', args: [property, { timestamp: dt.at }] })
+      if (dt?.from !== undefined) terms.push({ op: 'compare', cmp: '>=', args: [property, { timestamp: dt.from }] })
+      if (dt?.to !== undefined) terms.push({ op: 'compare', cmp: '<=', args: [property, { timestamp: dt.to }] })
+    } else if (p.type === 'boolean') {
+      if (text !== 'true' && text !== 'false') details.push({ pointer, message: 'must be true or false' })
+      else terms.push({ op: 'compare', cmp: '=', args: [property, { boolean: text === 'true' }] })
+    } else if (p.type === 'integer' || p.type === 'number') {
+      const n = Number(text) + 0
+      if (!DECIMAL.test(text.trim()) || !Number.isFinite(n)) details.push({ pointer, message: `must be a finite decimal number (${name} is ${p.type === 'integer' ? 'an integer' : 'a number'})` })
+      else terms.push({ op: 'compare', cmp: '=', args: [property, { number: n }] })
+    } else if (text.includes(NUL)) {
+      details.push({ pointer, message: NUL_MESSAGE })
+    } else {
+      terms.push({ op: 'compare', cmp: '=', args: [property, { text }] })
+    }
+  }
+  return terms
 }

@@ -40,8 +40,9 @@ export const FEATURES_CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
   // Part 3 (filtering) and the CQL2 classes its filters pass (test/features/filter.test.ts); not
-  // queryables-query-parameters, case- and accent-insensitive comparison, arrays, functions, arithmetic.
-  ...['filter', 'features-filter', 'queryables'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
+  // case- and accent-insensitive comparison, arrays, functions, arithmetic. Each queryable but the
+  // geometry is also a query parameter (features.query.ts queryableTerms).
+  ...['filter', 'features-filter', 'queryables', 'queryables-query-parameters'].map((c) => `http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/${c}`),
   ...['cql2-text', 'cql2-json', 'basic-cql2', 'advanced-comparison-operators', 'basic-spatial-functions', 'basic-spatial-functions-plus',
     'spatial-functions', 'temporal-functions', 'property-property'].map((c) => `http://www.opengis.net/spec/cql2/1.0/conf/${c}`),
   // Part 4 (create, replace, update, delete; src/sources/source-changes.ts)

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox'
 import { SourceIdSchema } from '../schemas/primitives.js'
 import { SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
-import { SORTABLE } from '../sources/source-properties.js'
+import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
@@ -56,15 +56,21 @@ export const PropertiesSchemaSchema = Type.Object({
 }, { additionalProperties: Type.String(), description: 'A JSON Schema (2020-12): $schema, $id, title, type, properties.' })
 
 const param = (description: string) => Type.Optional(Type.String({ description }))
+
+/** The query parameter of each queryable but the geometry (features.query.ts queryableTerms reads them). */
+const QUERYABLE_PARAMETERS = Object.fromEntries(propertiesWhere((p) => p.queryable && p.type !== 'geometry').map(([name, p]) => [name, param(
+  p.type === 'timestamp'
+    ? `${p.description} Given: an RFC 3339 instant (equal to it) or an interval a/b, ../b, a/.. (within it, ends included).`
+    : `${p.description} Given: ${p.type === 'boolean' ? 'true or false' : p.type === 'string' ? 'the value, exactly' : 'a number'}; equal to it.`)]))
 export const ItemsQuerySchema = Type.Object({
   limit: param('Features per page, 1 to 10,000 (default 100; larger values are lowered to 10,000, as the next link shows).'),
   bbox: param('minLon,minLat,maxLon,maxLat in CRS84; minLon > maxLon crosses the antimeridian. A source matches when its area intersects the box.'),
   datetime: param('An RFC 3339 instant, or an interval a/b, ../b, a/.. (".." or nothing for an open end). A source matches when its period [start_at, end_at) intersects it.'),
   cursor: param('Opaque position of the next page, from a next link.'),
   sortby: param(`${SORTABLE.join(', ')}, with "-" in front for descending (default id).`),
-  feature_id: param('The client\'s own feature id, exactly.'),
+  // Each queryable but the geometry, as an equality (OGC API – Features Part 3, queryables as query parameters).
+  ...QUERYABLE_PARAMETERS,
   organisation: param('Admins only: the sources of one organisation.'),
-  conflict: param('true: only sources in conflict with another (of any organisation); false: only sources without one.'),
   filter: param('A CQL2 filter (OGC API – Features Part 3) on the queryables (/collections/sources/queryables), in the encoding filter-lang names. Combined with the other parameters by AND.'),
   'filter-lang': Type.Optional(Type.Unsafe<string>({ type: 'string', enum: FILTER_LANGS, default: 'cql2-text', description: 'The encoding of filter: cql2-text (the default) or cql2-json (URL-encoded JSON).' })),
   'filter-crs': Type.Optional(Type.Unsafe<string>({ type: 'string', format: 'uri-reference', enum: [CRS84], description: 'The CRS of the filter\'s geometries: CRS84 (longitude, latitude), the only one.' })),

@@ -61,13 +61,13 @@ export function parseDateTime (text: string): ParsedDateTime | string {
  * ".." or nothing for an open end. Problems are pushed to `details` (pointer ?datetime), and then
  * the result is undefined.
  */
-export function parseDatetimeParameter (text: string, details: ErrorDetail[]): DatetimeFilter | undefined {
+export function parseDatetimeParameter (text: string, details: ErrorDetail[], pointer = '?datetime'): DatetimeFilter | undefined {
   const instant = (part: string, which: string): string | null | undefined => {
     if (part === '..' || part === '') return null
     // GDAL's OAPIF driver (3.6) sends a date alone as "2024-05-01T": read it as the date.
     const parsed = parseDateTime(/^\d{4}-\d{2}-\d{2}T$/.test(part) ? part.slice(0, -1) : part)
     if (typeof parsed === 'string') {
-      details.push({ pointer: '?datetime', message: `${which} ${JSON.stringify(part)} ${parsed}` })
+      details.push({ pointer, message: `${which} ${JSON.stringify(part)} ${parsed}` })
       return undefined
     }
     return parsed.iso
@@ -75,25 +75,25 @@ export function parseDatetimeParameter (text: string, details: ErrorDetail[]): D
   const parts = text.split('/')
   if (parts.length === 1) {
     if (text === '..' || text === '') {
-      details.push({ pointer: '?datetime', message: 'must be an instant (2024-05-01T12:00:00Z) or an interval (a/b, ../b, a/..)' })
+      details.push({ pointer, message: 'must be an instant (2024-05-01T12:00:00Z) or an interval (a/b, ../b, a/..)' })
       return undefined
     }
     const at = instant(text, 'the instant')
     return at == null ? undefined : { at }
   }
   if (parts.length !== 2) {
-    details.push({ pointer: '?datetime', message: 'an interval has one "/": start/end, with ".." or nothing for an open end' })
+    details.push({ pointer, message: 'an interval has one "/": start/end, with ".." or nothing for an open end' })
     return undefined
   }
   const start = instant(parts[0] as string, 'the start')
   const end = instant(parts[1] as string, 'the end')
   if (start === undefined || end === undefined) return undefined
   if (start === null && end === null) {
-    details.push({ pointer: '?datetime', message: 'an interval needs at least one end: a/.., ../b or a/b' })
+    details.push({ pointer, message: 'an interval needs at least one end: a/.., ../b or a/b' })
     return undefined
   }
   if (start !== null && end !== null && Date.parse(start) > Date.parse(end)) {
-    details.push({ pointer: '?datetime', message: 'the start of the interval is after its end' })
+    details.push({ pointer, message: 'the start of the interval is after its end' })
     return undefined
   }
   return { ...(start !== null ? { from: start } : {}), ...(end !== null ? { to: end } : {}) }

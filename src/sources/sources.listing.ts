@@ -20,11 +20,8 @@ export interface ListFilter {
   boxes?: SearchBox[]
   /** An instant (start_at ≤ at < end_at) or a closed interval with open ends allowed; ISO 8601. */
   datetime?: { at?: string, from?: string, to?: string }
-  featureId?: string
   organisation?: string
-  /** Only sources with (true) or without (false) a conflict. */
-  conflict?: boolean
-  /** A CQL2 filter, checked (features/filters/cql2.ts). */
+  /** A CQL2 filter, checked (features/filters/cql2.ts), and the queryables given as parameters (features.query.ts). */
   expr?: FilterExpr
 }
 
@@ -81,11 +78,6 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
   let q = db.selectFrom('sources')
   if (scope !== 'all') q = q.where('organisation', '=', scope.organisation)
   if (filter.organisation !== undefined) q = q.where('organisation', '=', filter.organisation)
-  if (filter.featureId !== undefined) q = q.where('feature_id', '=', filter.featureId)
-  if (filter.conflict !== undefined) {
-    const any = valueOf('conflict', ROW) as RawBuilder<boolean>
-    q = q.where(filter.conflict ? any : sql<boolean>`NOT ${any}`)
-  }
   const { boxes, datetime } = filter
   // The query's envelope is transformed, never the column, so sources_geom_gist decides.
   if (boxes !== undefined) q = q.where(({ or }) => or(boxes.map(intersectsBox)))

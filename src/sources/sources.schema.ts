@@ -80,5 +80,3 @@ export const VersionsQuerySchema = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: 'Versions per page, 1 to 1,000 (default 100).' })),
   cursor: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'From the next link: the versions before this one.' }))
 }, { additionalProperties: false })
-
-export const NotModifiedSchema = Type.Null({ description: 'Not modified: the ETag in If-None-Match is current.' })

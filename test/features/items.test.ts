@@ -63,7 +63,7 @@ t.test('landing page and conformance: no token, the links GIS clients need', asy
   const openapi = await app.inject({ method: 'GET', url: '/openapi.json' })
   t.match(openapi.headers["content-type"], /^application\/vnd\.oai\.openapi\+json; ?version="?3\.0/)
   const params = (openapi.json().paths['/collections/sources/items'].get.parameters as Array<{ name: string }>).map((p) => p.name).sort()
-  t.same(params, ['bbox', 'conflict', 'cursor', 'datetime', 'f', 'feature_id', 'filter', 'filter-crs', 'filter-lang', 'limit', 'organisation', 'sortby'], 'the OpenAPI document names every parameter')
+  t.same(params, ['area_m2', 'bbox', 'conflict', 'created_at', 'cursor', 'datetime', 'end_at', 'f', 'feature_id', 'filter', 'filter-crs', 'filter-lang', 'id', 'limit', 'organisation', 'sortby', 'start_at', 'updated_at', 'version'], 'the OpenAPI document names every parameter')
 })
 
 t.test('collections need a token; the extent is of the caller\'s own sources', async (t) => {

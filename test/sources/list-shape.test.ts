@@ -20,9 +20,7 @@ if ('error' in checked) throw new Error(checked.error)
 const filter: Required<ListFilter> = {
   boxes: searchBoxes(170, -5, -170, 5),
   datetime: { from: '2024-01-01T00:00:00Z', to: '2025-01-01T00:00:00Z' },
-  featureId: 'f-1',
   organisation: 'org-b',
-  conflict: true,
   expr: checked.expr
 }
 

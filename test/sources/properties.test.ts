@@ -87,6 +87,32 @@ t.test('every queryable filters, with a literal of its type', async (t) => {
   t.equal(unknown.statusCode, 400, 'a property that is not queryable is refused')
 })
 
+t.test('every queryable but the geometry is a query parameter: equality, alone and with filter=', async (t) => {
+  const conformance = (await get('/conformance')).json() as { conformsTo: string[] }
+  t.ok(conformance.conformsTo.includes('http://www.opengis.net/spec/ogcapi-features-3/1.0/conf/queryables-query-parameters'))
+  const others = new Set(((await get('/collections/sources/items?limit=100')).json() as { features: Feature[] }).features.map((f) => f.id))
+  for (const [name, p] of propertiesWhere((p) => p.queryable && p.type !== 'geometry')) {
+    const value = String(name === 'id' ? id : single.properties[name])
+    const found = await get(`/collections/sources/items?${name}=${encodeURIComponent(value)}`)
+    t.equal(found.statusCode, 200, `${name}=${value}`)
+    const ids = (found.json() as { features: Feature[] }).features.map((f) => f.id)
+    t.ok(ids.includes(id), `?${name}= finds the source`)
+    t.ok(ids.every((i) => others.has(i)), 'and only sources of the scope')
+    const both = await get(`/collections/sources/items?${name}=${encodeURIComponent(value)}&filter=${encodeURIComponent(`id <> '${id}'`)}`)
+    t.notOk((both.json() as { features: Feature[] }).features.some((f) => f.id === id), `?${name}= AND filter=`)
+    if (p.type !== 'string') {
+      const bad = await get(`/collections/sources/items?${name}=not-a-${p.type}`)
+      t.equal(bad.statusCode, 400, `?${name}= of another type is a 400`)
+      t.match(bad.json(), { details: [{ pointer: `?${name}` }] })
+    }
+  }
+  const end = String(single.properties.end_at)
+  const interval = (await get(`/collections/sources/items?end_at=${encodeURIComponent(`${end}/..`)}&start_at=${encodeURIComponent(`../${end}`)}`)).json() as { features: Feature[] }
+  t.ok(interval.features.some((f) => f.id === id), 'a timestamp queryable takes an interval too')
+  const after = (await get(`/collections/sources/items?end_at=${encodeURIComponent(`${new Date(Date.parse(end) + 1000).toISOString()}/..`)}`)).json() as { features: Feature[] }
+  t.notOk(after.features.some((f) => f.id === id), 'an interval after it does not find it')
+})
+
 t.test('every sortable property sorts, both ways; no other does', async (t) => {
   for (const name of names((p) => p.sortable)) {
     for (const sortby of [name, `-${name}`]) t.equal((await get(`/collections/sources/items?sortby=${sortby}`)).statusCode, 200, sortby)
