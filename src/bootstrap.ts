@@ -82,7 +82,7 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
   log.info({ dataDir: resolve(config.DATA_DIR), firstStart }, firstStart
     ? 'embedded PostGIS: creating the database (first start; about half a minute)'
     : 'embedded PostGIS: opening the database')
-  const opened = await openDatabase(config)
+  const opened = await openDatabase(config, { sqlPort: config.EMBEDDED_SQL_PORT })
   const dir = opened.dir as string
   try {
     if (opened.tookOverFromPid !== undefined) {
@@ -97,6 +97,9 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
     const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(dir)
     const generatedAdmin = await firstAdmin(opened.db, config)
     log.info({ backend: 'embedded', dataDir: dir, migrationsApplied: applied, openMs, readyMs: Math.round(performance.now() - started) }, `using the ${opened.description}`)
+    if (opened.sqlPort !== undefined) {
+      log.warn({ embeddedSqlPort: opened.sqlPort }, `embedded PostGIS served to PostgreSQL clients on 127.0.0.1:${opened.sqlPort} (EMBEDDED_SQL_PORT): whoever connects from this host is its superuser, with no password (psql -h 127.0.0.1 -p ${opened.sqlPort} -U postgres)`)
+    }
     return { db: opened.db, kind: 'embedded', config: Object.freeze({ ...config, JWT_SECRET: jwtSecret }), generatedAdmin }
   } catch (err) {
     await opened.db.destroy()

@@ -21,6 +21,7 @@ export const DatabaseEnvSchema = Type.Object({
   ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3, description: 'Embedded backend, first start: e-mail of the admin account created when there is none (unset: `admin@localhost`).' })),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12, description: 'Embedded backend, first start: its password (unset: generated and printed once). Needs `ADMIN_EMAIL`.' })),
   ADMIN_ORG: Type.String({ default: 'default', minLength: 1, description: 'Embedded backend, first start: the admin account\'s organisation.' }),
+  EMBEDDED_SQL_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Embedded backend: also serve the database to PostgreSQL clients (psql, QGIS, DBeaver) on this port of 127.0.0.1, whatever `HOST` says, while the service runs. Whoever connects is the database\'s superuser, with no password: full read and write access. Clients share the service\'s one session, a statement at a time ([for analysts](analysts.md#on-the-embedded-default)). Unset: nothing listens. Not with `DATABASE_URL`.' })),
   DB_POOL_MAX: Type.Integer({ default: 10, minimum: 1, maximum: 200, description: 'Connection pool size per instance. Size it to the database: all instances\' pools together about 2 connections per core of the PostgreSQL host; more keeps more statements running than the cores can serve ([figures](performance.md#ogc-api-items-1000000-sources-five-runs-of-063217f-2026-11-24)).' }),
   DB_CONNECT_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 100, description: 'After this, a request waiting for a connection gets 503.' }),
   DB_STATEMENT_TIMEOUT_MS: Type.Integer({ default: 30000, minimum: 100, description: 'PostgreSQL `statement_timeout` (with `DB_POOL_MODE=transaction`: the client\'s query timeout).' }),
@@ -173,6 +174,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
       throw new Error('env METRICS_PORT must differ from PORT')
+    }
+    if (config.EMBEDDED_SQL_PORT !== undefined && config.DATABASE_URL !== undefined) {
+      throw new Error('env EMBEDDED_SQL_PORT is set with DATABASE_URL (it serves the embedded database; connect to the PostGIS server itself)')
+    }
+    if (config.EMBEDDED_SQL_PORT !== undefined && (config.EMBEDDED_SQL_PORT === config.PORT || config.EMBEDDED_SQL_PORT === config.METRICS_PORT)) {
+      throw new Error('env EMBEDDED_SQL_PORT must differ from PORT and METRICS_PORT')
     }
     if (config.EVENTS_LISTEN_URL !== undefined && config.DATABASE_URL === undefined) {
       throw new Error('env EVENTS_LISTEN_URL is set without DATABASE_URL (the embedded database has no other connection to listen on)')

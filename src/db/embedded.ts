@@ -1,8 +1,9 @@
 // The embedded backend: PostgreSQL with PostGIS compiled to WebAssembly (PGlite), in-process,
 // with its data in a directory. Used when DATABASE_URL is not set, so a newcomer needs nothing
 // but Node. Kysely talks to it through PostgresDialect with a small pool adapter: PGlite has
-// one session, so the adapter hands it to one caller at a time (a queue), which keeps
-// transactions and session state (advisory locks) from interleaving.
+// one session, so the adapter hands it to one caller at a time (EmbeddedSession), which keeps
+// transactions and session state (advisory locks) from interleaving. With EMBEDDED_SQL_PORT the
+// same session is also served to analysts on a loopback port (embedded-sql.ts).
 import { existsSync, mkdirSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -12,6 +13,8 @@ import { postgis } from '@electric-sql/pglite-postgis'
 import { Kysely, PostgresDialect } from 'kysely'
 import type { Database } from './database.js'
 import { lockDataDir } from './data-dir-lock.js'
+import { EmbeddedSession, SERVICE_SESSION_SQL } from './embedded-session.js'
+import { serveEmbeddedSql } from './embedded-sql.js'
 
 export { DataDirInUseError } from './data-dir-lock.js'
 
@@ -20,8 +23,8 @@ export class NoDatabaseError extends Error {}
 
 interface QueryResult { command: string, rowCount: number, rows: unknown[] }
 
-function adapt (pg: PGlite, onEnd: () => Promise<void>) {
-  let queue: Promise<void> = Promise.resolve()
+// end(): the SQL port closes first (its clients' open transactions rolled back), then the database.
+function adapt (pg: PGlite, session: EmbeddedSession, { stopServing, unlock }: { stopServing: () => Promise<void>, unlock: () => Promise<void> }) {
   const client = {
     async query (text: string, params: unknown[]): Promise<QueryResult> {
       // No parameters: the simple protocol, which also runs multi-statement migration files.
@@ -36,16 +39,14 @@ function adapt (pg: PGlite, onEnd: () => Promise<void>) {
   }
   return {
     async connect () {
-      let release!: () => void
-      const previous = queue
-      queue = new Promise<void>((resolve) => { release = resolve })
-      await previous
+      const release = await session.acquireForService()
       return { ...client, release: () => release() }
     },
     async end () {
-      await queue
+      await stopServing()
+      await session.drain()
       await pg.close()
-      await onEnd()
+      await unlock()
     }
   }
 }
@@ -62,6 +63,15 @@ export interface Embedded {
   pgdata: string
   /** Set when the previous owner had died holding the data directory (its pid). */
   tookOverFromPid?: number
+  /** The loopback port the database is served on (EMBEDDED_SQL_PORT), when asked for. */
+  sqlPort?: number
+}
+
+export interface OpenEmbeddedOptions {
+  /** Embedded: create the database when there is none (default); false says there is none instead. */
+  create?: boolean
+  /** Also serve the database on 127.0.0.1:sqlPort (0: a free port) until the Kysely instance is destroyed. */
+  sqlPort?: number
 }
 
 /**
@@ -69,7 +79,7 @@ export interface Embedded {
  * data directory: a second one gets DataDirInUseError instead of corrupting it; the successor of
  * one that crashed takes over at once (data-dir-lock.ts).
  */
-export async function openEmbedded (dataDir: string, { create = true }: { create?: boolean } = {}): Promise<Embedded> {
+export async function openEmbedded (dataDir: string, { create = true, sqlPort }: OpenEmbeddedOptions = {}): Promise<Embedded> {
   const dir = resolve(dataDir)
   if (!create && !existsSync(join(dir, 'pgdata'))) {
     throw new NoDatabaseError(`there is no embedded database in ${dir} (DATA_DIR): start the service once or run migrate there to create one, or set DATA_DIR or DATABASE_URL`)
@@ -78,18 +88,23 @@ export async function openEmbedded (dataDir: string, { create = true }: { create
   const lock = await lockDataDir(dir)
   const unlock = lock.release
   const pgdata = join(dir, 'pgdata')
-  let pg: PGlite
+  let pg: PGlite | undefined
+  let sql: Awaited<ReturnType<typeof serveEmbeddedSql>> | undefined
+  let session: EmbeddedSession
   try {
     pg = await PGlite.create(pgdata, { extensions: { postgis, btree_gist } })
-    await pg.exec("SET TimeZone = 'UTC'")
+    await pg.exec(SERVICE_SESSION_SQL)
+    session = new EmbeddedSession(pg)
+    if (sqlPort !== undefined) sql = await serveEmbeddedSql(pg, session, sqlPort)
   } catch (err) {
+    await pg?.close()
     await unlock()
     throw err
   }
-  const pool = adapt(pg, unlock)
+  const pool = adapt(pg, session, { stopServing: async () => { await sql?.close() }, unlock })
   // `as never`: PostgresDialect's pool type also declares pg's cursor overload of query(), which
   // Kysely calls only for streaming (unused here); the adapter implements connect/query/release/end.
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata, tookOverFromPid: lock.tookOverFrom?.pid }
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata, tookOverFromPid: lock.tookOverFrom?.pid, sqlPort: sql?.port }
 }
 
 /**

@@ -14,6 +14,8 @@ export interface OpenedDatabase {
   dir?: string
   /** Embedded: the pid of a previous owner that had died holding the directory. */
   tookOverFromPid?: number
+  /** Embedded: the loopback port the database is served on (OpenOptions.sqlPort). */
+  sqlPort?: number
 }
 
 export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_POOL_MODE'>
@@ -25,6 +27,8 @@ export interface OpenOptions {
   poolMax?: number
   /** Server: a pooled connection was lost (the pool replaces it). */
   onPoolError?: (err: Error) => void
+  /** Embedded: also serve the database on this port of 127.0.0.1 while it is open (EMBEDDED_SQL_PORT; the service alone asks). */
+  sqlPort?: number
 }
 
 export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = {}): Promise<OpenedDatabase> {
@@ -45,6 +49,6 @@ export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = 
   // Loaded only without DATABASE_URL: PGlite and its PostGIS add ~6 MB of memory to a process
   // that never uses them.
   const { openEmbedded } = await import('./embedded.js')
-  const embedded = await openEmbedded(config.DATA_DIR, { create: opts.create })
-  return { db: embedded.db, kind: 'embedded', description: `embedded PostGIS in ${embedded.dir}`, dir: embedded.dir, tookOverFromPid: embedded.tookOverFromPid }
+  const embedded = await openEmbedded(config.DATA_DIR, { create: opts.create, sqlPort: opts.sqlPort })
+  return { db: embedded.db, kind: 'embedded', description: `embedded PostGIS in ${embedded.dir}`, dir: embedded.dir, tookOverFromPid: embedded.tookOverFromPid, sqlPort: embedded.sqlPort }
 }
