@@ -113,6 +113,8 @@ t.test('merge-patch fuzzing: nulls, arrays, unknown members, -0, huge numbers ar
     t.equal(res.statusCode, 400, `${payload}: ${res.statusCode} ${res.body.slice(0, 200)}`)
   }
   t.equal((await get(id)).json().properties.version, 1, 'none of them changed anything')
+  const huge = expectError(t, await send('{"geometry":{"coordinates":[[[0,0],[-1e400,0],[1,1],[0,0]]]}}'), 400, 'INVALID_GEOJSON')
+  t.match(huge.details?.[0], { pointer: '/geometry/coordinates/0/1/0', message: /^is out of range: a number must lie within ±1\.8e308/ }, '-1e400 in a merge patch')
   // Valid patches, with -0 and numbers at the edge of a double: applied, or refused with a 4xx, never a 500.
   const odd = ['{"geometry":{"coordinates":[[[-0,0],[1,0],[1,1],[0,1],[-0,0]]]}}', '{"geometry":{"coordinates":[[[0,0],[1e-320,0],[1,1],[0,0]]]}}',
     '{"type":"Feature","properties":{}}', '{}', '{"geometry":{"type":"Polygon"}}', '{"properties":{"end_at":"2099-12-31T23:59:59.999999Z"}}',
