@@ -2,6 +2,7 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
+import { DOLLAR_PROPERTIES } from '../http/openapi.js'
 import { SourceIdSchema } from '../schemas/primitives.js'
 import { SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
@@ -83,12 +84,17 @@ const QueryableSchema = Type.Object({
 
 /**
  * The Queryables document (OGC API – Features Part 3): a JSON Schema (2020-12) of what a filter
- * may name. Its own "$schema" and "$id" are required but not described: a property named "$id"
- * in a response schema would be taken for a schema id when the OpenAPI document is made.
+ * may name. A property named "$id" in a route's schema would be taken for a schema id when the
+ * OpenAPI document is made, so its own "$schema" and "$id" are described under
+ * DOLLAR_PROPERTIES, which the document's transform (http/openapi.ts) turns into properties.
  */
 export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
   type: 'object',
   required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
+  [DOLLAR_PROPERTIES]: {
+    schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
+    id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
+  },
   properties: {
     type: { const: 'object' },
     title: { type: 'string' },
