@@ -57,7 +57,7 @@ const STATUSES: Record<string, number[]> = {
   'GET /health': [200, 500],
   'GET /ready': [200, 500, 503],
   'GET /openapi.json': [200, 500],
-  'GET /map': [200, 206, 304, 412, 416, 500],
+  'GET /map': [200, 206, 304, 308, 412, 416, 500],
   'GET /map/config.json': [200, 500],
   'POST /oauth/token': [200, 400, 401, 413, 429, 500, 503],
   'POST /api-keys': [201, 400, 403, 409, 413, 415, 422, ...authenticated],
