@@ -69,7 +69,7 @@ export const ItemsQuerySchema = Type.Object({
   filter: param('A CQL2 filter (OGC API – Features Part 3) on the queryables (/collections/sources/queryables), in the encoding filter-lang names. Combined with the other parameters by AND.'),
   'filter-lang': Type.Optional(Type.Unsafe<string>({ type: 'string', enum: FILTER_LANGS, default: 'cql2-text', description: 'The encoding of filter: cql2-text (the default) or cql2-json (URL-encoded JSON).' })),
   'filter-crs': Type.Optional(Type.Unsafe<string>({ type: 'string', format: 'uri-reference', enum: [CRS84], description: 'The CRS of the filter\'s geometries: CRS84 (longitude, latitude), the only one.' })),
-  f: param('Response format: json or geojson (both GeoJSON); html redirects to the map page.')
+  f: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['json', 'geojson', 'html'], description: 'Response format: json or geojson (both GeoJSON, 200); html is the text/html answer, a 303 to the map page (as is an Accept that prefers text/html).' }))
 }, { additionalProperties: false })
 
 export const ItemParamsSchema = Type.Object({ id: SourceIdSchema })
