@@ -15,7 +15,7 @@ import {
   type SubscriptionView, SubscriptionListSchema, SubscriptionQuerySchema
 } from './events.schema.js'
 import type { EventStore } from './events.store.js'
-import { RefusedUrl, checkWebhookUrl } from './webhook-address.js'
+import { ALLOW_PRIVATE_HINT, RefusedUrl, checkWebhookUrl } from './webhook-address.js'
 
 const TAGS = ['Webhooks']
 
@@ -48,7 +48,7 @@ const subscriptionsRoutes: FastifyPluginAsyncTypebox<{ config: EventsConfig, sto
     schema: {
       operationId: 'createSubscription',
       summary: 'Subscribe a URL to events (webhooks); the signing secret is shown once',
-      description: 'Events are POSTed as CloudEvents with Standard Webhooks signatures, in order, at least once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address.',
+      description: 'Events are POSTed as CloudEvents with Standard Webhooks signatures, in order, at least once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address, unless the operator set WEBHOOK_ALLOW_PRIVATE=true (development and tests only).',
       tags: TAGS,
       security: WRITE_SECURITY,
       body: CreateSubscriptionSchema,
@@ -64,7 +64,7 @@ const subscriptionsRoutes: FastifyPluginAsyncTypebox<{ config: EventsConfig, sto
       await checkWebhookUrl(url, config.WEBHOOK_ALLOW_PRIVATE)
     } catch (err) {
       if (!(err instanceof RefusedUrl)) throw err
-      throw new ApiError('WEBHOOK_URL_REFUSED', `The webhook URL ${err.message}.`, { details: [{ pointer: '/url', message: err.message }] })
+      throw new ApiError('WEBHOOK_URL_REFUSED', `The webhook URL ${err.message}.${err.allowable ? ` ${ALLOW_PRIVATE_HINT}.` : ''}`, { details: [{ pointer: '/url', message: err.message }] })
     }
     const organisation = account.scope === 'all' ? asked ?? null : account.organisation
     // The id's 22 random base62 characters are made as a source id's are.

@@ -37,7 +37,14 @@ export function refusedAddress (address: string): string | undefined {
     : undefined
 }
 
-export class RefusedUrl extends Error {}
+/** Why a URL may not receive webhooks; `allowable` when WEBHOOK_ALLOW_PRIVATE would allow it. */
+export class RefusedUrl extends Error {
+  constructor (message: string, readonly allowable = false) { super(message) }
+}
+
+/** What a refusal that WEBHOOK_ALLOW_PRIVATE lifts adds, so that webhooks can be tried locally. */
+export const ALLOW_PRIVATE_HINT = 'An operator can allow http and private addresses (development and tests only) by starting the service with WEBHOOK_ALLOW_PRIVATE=true'
+
 
 function hostOf (url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
@@ -47,16 +54,16 @@ function hostOf (url: URL): string {
 export async function checkWebhookUrl (text: string, allowPrivate: boolean): Promise<URL> {
   let url: URL
   try { url = new URL(text) } catch { throw new RefusedUrl('is not an absolute URL') }
-  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) throw new RefusedUrl(`must be https${allowPrivate ? ' or http' : ''}`)
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) throw new RefusedUrl(`must be https${allowPrivate ? ' or http' : ''}`, !allowPrivate && url.protocol === 'http:')
   if (url.username !== '' || url.password !== '') throw new RefusedUrl('must not hold credentials')
   if (url.hash !== '') throw new RefusedUrl('must not have a fragment')
   if (allowPrivate) return url
   const host = hostOf(url).toLowerCase()
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) throw new RefusedUrl(`${host} is a local name`)
+  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) throw new RefusedUrl(`${host} is a local name`, true)
   const addresses = isIP(host) !== 0 ? [host] : await resolveAll(host)
   for (const a of addresses) {
     const why = refusedAddress(a)
-    if (why !== undefined) throw new RefusedUrl(`${host} resolves to ${why.replace(/^\S+ is /, 'an address that is ')} (${a})`)
+    if (why !== undefined) throw new RefusedUrl(`${host} resolves to ${why.replace(/^\S+ is /, 'an address that is ')} (${a})`, true)
   }
   return url
 }

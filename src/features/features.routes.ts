@@ -206,7 +206,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       querystring: ItemsQuerySchema,
       response: {
         200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.'),
-        303: noBody('Asked for as HTML (f=html, or an Accept that prefers text/html): the map page with the same query; no token needed.', { Location: headerDoc('The map page, relative: ../../map?<the query without f>.') }),
+        303: noBody('The text/html answer, asked for with f=html or an Accept that prefers text/html: a redirect to the map page (GET /map, text/html) with the same query; no token needed (the page signs in).', { Location: headerDoc('The map page, relative: ../../map?<the query without f>.') }),
         ...errorResponses(400, 401, 406, 429, 500, 503)
       }
     }

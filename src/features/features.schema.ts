@@ -2,6 +2,7 @@
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
 import { Type } from '@sinclair/typebox'
+import { DOLLAR_PROPERTIES } from '../http/openapi.js'
 import { SourceIdSchema } from '../schemas/primitives.js'
 import { SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
@@ -74,7 +75,7 @@ export const ItemsQuerySchema = Type.Object({
   filter: param('A CQL2 filter (OGC API – Features Part 3) on the queryables (/collections/sources/queryables), in the encoding filter-lang names. Combined with the other parameters by AND.'),
   'filter-lang': Type.Optional(Type.Unsafe<string>({ type: 'string', enum: FILTER_LANGS, default: 'cql2-text', description: 'The encoding of filter: cql2-text (the default) or cql2-json (URL-encoded JSON).' })),
   'filter-crs': Type.Optional(Type.Unsafe<string>({ type: 'string', format: 'uri-reference', enum: [CRS84], description: 'The CRS of the filter\'s geometries: CRS84 (longitude, latitude), the only one.' })),
-  f: param('Response format: json or geojson (both GeoJSON); html redirects to the map page.')
+  f: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['json', 'geojson', 'html'], description: 'Response format: json or geojson (both GeoJSON, 200); html is the text/html answer, a 303 to the map page (as is an Accept that prefers text/html).' }))
 }, { additionalProperties: false })
 
 export const ItemParamsSchema = Type.Object({ id: SourceIdSchema })
@@ -89,12 +90,17 @@ const QueryableSchema = Type.Object({
 
 /**
  * The Queryables document (OGC API – Features Part 3): a JSON Schema (2020-12) of what a filter
- * may name. Its own "$schema" and "$id" are required but not described: a property named "$id"
- * in a response schema would be taken for a schema id when the OpenAPI document is made.
+ * may name. A property named "$id" in a route's schema would be taken for a schema id when the
+ * OpenAPI document is made, so its own "$schema" and "$id" are described under
+ * DOLLAR_PROPERTIES, which the document's transform (http/openapi.ts) turns into properties.
  */
 export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
   type: 'object',
   required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
+  [DOLLAR_PROPERTIES]: {
+    schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
+    id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
+  },
   properties: {
     type: { const: 'object' },
     title: { type: 'string' },

@@ -57,6 +57,24 @@ function withSeedPaths (doc: Partial<OpenAPIV3.Document>): Partial<OpenAPIV3.Doc
 }
 
 /**
+ * Where a route's schema describes properties named "$…" (a JSON Schema document's own "$schema"
+ * and "$id"), keyed without their "$": written as properties, @fastify/swagger's resolver would
+ * take a property "$id" for a schema id. The document's transform moves them into `properties`.
+ */
+export const DOLLAR_PROPERTIES = 'x-dollar-properties'
+
+/** The document with each DOLLAR_PROPERTIES member made the property "$" + its name. */
+function withDollarProperties (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withDollarProperties)
+  if (typeof node !== 'object' || node === null) return node
+  const { [DOLLAR_PROPERTIES]: dollar, ...rest } = node as Record<string, unknown>
+  const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, withDollarProperties(v)]))
+  if (typeof dollar !== 'object' || dollar === null) return out
+  const named = Object.fromEntries(Object.entries(dollar).map(([k, v]) => [`$${k}`, v]))
+  return { ...out, properties: { ...named, ...(out.properties as Record<string, unknown> | undefined) } }
+}
+
+/**
  * @fastify/swagger's options. OpenAPI 3.0.3, not 3.1: the conformance page declares OGC API –
  * Features' class oas30, which asks for an OpenAPI 3.0 definition (Part 1 has no 3.1 class), and
  * everything sent is said in 3.0 (nullable for an open end of an interval). Bearer by default;
@@ -93,5 +111,7 @@ export const swaggerOptions = {
     }
   },
   refResolver,
-  transformObject: ((object) => 'openapiObject' in object ? withSeedPaths(object.openapiObject as Partial<OpenAPIV3.Document>) : object.swaggerObject) satisfies SwaggerTransformObject
+  transformObject: ((object) => 'openapiObject' in object
+    ? withDollarProperties(withSeedPaths(object.openapiObject as Partial<OpenAPIV3.Document>)) as Partial<OpenAPIV3.Document>
+    : object.swaggerObject) satisfies SwaggerTransformObject
 }

@@ -33,8 +33,27 @@ export function validationDetails (issues: ValidationIssue[], context: string | 
       message = 'is not a parameter of this endpoint'
     } else if (issue.keyword === 'enum') {
       message = `must be one of ${JSON.stringify(issue.params.allowedValues)}`
+    } else if (issue.keyword === 'type' && context === 'body' && /number|integer/.test(String(issue.params.type)) && isOutOfRange(valueAt(body, issue.instancePath))) {
+      // JSON.parse reads a number beyond a double's range (1e400) as ±Infinity, which the schema's
+      // "number" refuses as if it were no number at all.
+      message = OUT_OF_RANGE
     }
     if (context === 'querystring') pointer = `?${pointer.slice(1)}`
     return { pointer, message, ...(context === 'body' && describe !== undefined ? describe(pointer, body) : {}) }
   })
+}
+
+/** What a number beyond a double's range (1e400, which JSON.parse reads as ±Infinity) is told. */
+export const OUT_OF_RANGE = 'is out of range: a number must lie within ±1.8e308 (a double\'s range)'
+
+export const isOutOfRange = (value: unknown): boolean => typeof value === 'number' && !Number.isFinite(value) && !Number.isNaN(value)
+
+/** The value a JSON pointer (Ajv's instancePath) names in `value`, or undefined. */
+function valueAt (value: unknown, pointer: string): unknown {
+  let node = value
+  for (const token of pointer.split('/').slice(1)) {
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string, unknown>)[token.replace(/~1/g, '/').replace(/~0/g, '~')]
+  }
+  return node
 }

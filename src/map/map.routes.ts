@@ -44,10 +44,17 @@ const mapRoutes: FastifyPluginAsync<{ config: MapConfig }> = async (app, { confi
         200: html('The page.'),
         206: html('The byte range asked for (Range).', { 'Content-Range': headerDoc('The range sent, of the whole length.') }),
         304: noBody('Not modified since the ETag or date given (If-None-Match, If-Modified-Since).'),
+        308: noBody('Asked for as /map/ (with a slash): the page is /map, where its relative links resolve.', { Location: headerDoc('The page, relative: ../map?<the query>.') }),
         ...errorResponses(412, 416, 500)
       }
     }
-  }, async (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', PUBLIC_DIR))
+  }, async (request, reply) => {
+    // The router ignores a trailing slash, but a browser resolves the page's relative links
+    // (map/static/…) against it: /map/ would load /map/map/static/…, so it is sent to /map.
+    const [path, query] = request.url.split(/\?(.*)/s) as [string, string | undefined]
+    if (path.endsWith('/')) return reply.redirect(`../map${query === undefined ? '' : `?${query}`}`, 308)
+    return reply.type('text/html; charset=utf-8').sendFile('index.html', PUBLIC_DIR)
+  })
   app.get('/map/config.json', {
     config: notLimited,
     schema: {

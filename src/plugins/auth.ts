@@ -209,7 +209,13 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
     return refused === undefined ? undefined : { reason: 'disabled', message: refused }
   })
 
-  app.decorate('authenticate', async (request: FastifyRequest, _reply: FastifyReply) => {
+  app.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer that depends on who asks is kept by no shared cache (private) and by a client's
+    // cache only until revalidated (no-cache), each time with the credentials of then: QGIS
+    // 3.22's network cache, keyed by URL alone, otherwise answers a layer opened with a wrong or
+    // revoked key from an earlier good one. Routes with a policy of their own (tiles: private,
+    // max-age; feeds and secrets: no-store) replace it; 401s carry it too.
+    void reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization')
     const credential = readCredential(request.headers.authorization)
     switch (credential.kind) {
       case 'missing':

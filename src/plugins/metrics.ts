@@ -1,7 +1,8 @@
 // The `metrics` decorator (ops/metrics.ts) and, when metrics are on (METRICS_TOKEN or
 // METRICS_PORT), the hooks that time every request, and GET /metrics on the service's port for
 // requests bearing METRICS_TOKEN. Off by default: without either variable nothing is timed and
-// /metrics is a 404. In the OpenAPI document only when it is served on the service's port.
+// /metrics is a 404 saying how to turn them on. In the OpenAPI document only when it is served on
+// the service's port.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { OpsConfig } from '../config.js'
@@ -21,6 +22,15 @@ const bearerOf = (header: string | undefined): string | undefined => header === 
 
 export default fp<{ config: OpsConfig, metrics: Metrics }>(async (app, { config, metrics }) => {
   app.decorate('metrics', metrics)
+  if (config.METRICS_TOKEN === undefined) {
+    // Not an operation of this port (hidden, any method): the 404 of an unknown path, saying how to turn it on.
+    const where = config.METRICS_PORT === undefined
+      ? 'Metrics are off: an operator turns them on with METRICS_TOKEN (GET /metrics here, with "Authorization: Bearer <METRICS_TOKEN>") or METRICS_PORT (GET /metrics on a port of its own); see docs/operations.md#metrics.'
+      : `Metrics are served on their own port (METRICS_PORT=${config.METRICS_PORT}), not here; an operator serves them here too with METRICS_TOKEN; see docs/operations.md#metrics.`
+    app.all('/metrics', { config: { rateLimit: false }, schema: { hide: true, response: errorResponses(404) } }, async () => {
+      throw new ApiError('NOT_FOUND', where)
+    })
+  }
   if (config.METRICS_TOKEN === undefined && config.METRICS_PORT === undefined) return
 
   app.addHook('onResponse', async (request, reply) => {

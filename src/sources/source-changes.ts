@@ -9,6 +9,7 @@ import { Value } from '@sinclair/typebox/value'
 import { ApiError, type ErrorDetail, summarise } from '../errors.js'
 import type { Scope } from '../db/database.js'
 import { mergePatch } from '../http/merge-patch.js'
+import { OUT_OF_RANGE, isOutOfRange } from '../http/validation.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { parseDateTime } from './datetime.js'
 import { checkFeatureCollection, checkRings } from './geojson.js'
@@ -66,7 +67,7 @@ export function patchEdit (patch: unknown): SourceEdit {
       const merged = mergePatch({ type: 'Polygon', coordinates: [] }, value)
       if (!('coordinates' in value) && isObject(merged) && merged.type === 'Polygon') continue
       if (!Value.Check(PolygonSchema, merged)) {
-        details.push(...[...Value.Errors(PolygonSchema, merged)].slice(0, 100).map((e) => ({ pointer: `/geometry${e.path}`, message: e.message })))
+        details.push(...[...Value.Errors(PolygonSchema, merged)].slice(0, 100).map((e) => ({ pointer: `/geometry${e.path}`, message: isOutOfRange(e.value) ? OUT_OF_RANGE : e.message })))
         continue
       }
       const rings = (merged as { coordinates: number[][][] }).coordinates

@@ -22,6 +22,20 @@ t.test('a valid token passes (404 for the unknown id), in every accepted header 
   }
 })
 
+t.test('authenticated answers, refusals included: Cache-Control private, no-cache and Vary: Authorization; public ones are left alone', async (t) => {
+  const [items, wrong, missing] = await Promise.all([
+    app.inject({ method: 'GET', url: '/collections/sources/items', headers: { authorization: `Bearer ${good}` } }),
+    app.inject({ method: 'GET', url: '/collections/sources/items', headers: { authorization: 'Bearer srk_wrong' } }),
+    app.inject({ method: 'GET', url: '/collections/sources' })
+  ])
+  for (const [name, res, status] of [['items', items, 200], ['a wrong key', wrong, 401], ['no credentials', missing, 401], ['a 404', await call(`Bearer ${good}`), 404]] as const) {
+    t.equal(res.statusCode, status, name)
+    t.match(res.headers, { 'cache-control': 'private, no-cache', vary: 'Authorization' }, name)
+  }
+  const landing = await app.inject({ method: 'GET', url: '/' })
+  t.notMatch(String(landing.headers['cache-control']), /private/, 'the public landing page: no such policy')
+})
+
 t.test('401 with WWW-Authenticate and advice for every bad token', async (t) => {
   const sign = (opts: object, payload: object = claims) => createSigner({ key: TEST_SECRET, ...opts })(payload)
   const cases: Array<[string, string | undefined, RegExp]> = [

@@ -3,7 +3,9 @@
 // stored in the auth database of a fresh profile under a master password (qgis-oapif.py): the
 // layer is valid, counts the organisation's 55 polygons and no other's, and a bbox request (sent
 // to the service as bbox=) gives the sources the box intersects. A wrong key: the service
-// answers it only with 401s (its public documents aside) and no feature reaches QGIS. Both backends: the service runs in its own process.
+// answers it only with 401s (its public documents aside) and no feature reaches QGIS; opened right
+// after a good key in the same QGIS process, the wrong key gets no answer from QGIS's network
+// cache either: the layer is invalid. Both backends: the service runs in its own process.
 import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -22,14 +24,15 @@ if (!hasQgis && process.env.CI !== 'true') {
   await qgis()
 }
 
-interface QgisOutput { qgis: string, valid: boolean, feature_count?: number, geometry?: string, in_bbox?: string[], all?: string[], error?: string, auth_db: string }
+interface Opened { valid: boolean, feature_count?: number, geometry?: string, in_bbox?: string[], all?: string[] }
+interface QgisOutput extends Opened { qgis: string, auth_db: string, then?: Opened }
 
 async function qgis (): Promise<void> {
   const { service, key, boxes, inBbox } = await seededService(t)
   const bbox: Box = [9.9, 9.9, 12.2, 11.2]
-  async function open (t: Test, withKey: string): Promise<QgisOutput> {
+  async function open (t: Test, withKey: string, thenKey?: string): Promise<QgisOutput> {
     const profile = await tempDir(t, 'sr-qgis-')
-    const r = await run(PYTHON, [SCRIPT, profile], { ...process.env, QT_QPA_PLATFORM: 'offscreen', XDG_RUNTIME_DIR: profile, SR_BASE: service.base, SR_KEY: withKey, SR_BBOX: bbox.join(',') })
+    const r = await run(PYTHON, [SCRIPT, profile], { ...process.env, QT_QPA_PLATFORM: 'offscreen', XDG_RUNTIME_DIR: profile, SR_BASE: service.base, SR_KEY: withKey, SR_BBOX: bbox.join(','), ...(thenKey === undefined ? {} : { SR_THEN_KEY: thenKey }) })
     const line = r.stdout.trim().split('\n').pop() ?? ''
     if (r.status !== 0 || !line.startsWith('{')) throw new Error(`qgis-oapif.py exited ${r.status ?? r.signal}: ${r.stdout}\n${r.stderr}`)
     const out = JSON.parse(line) as QgisOutput
@@ -51,9 +54,25 @@ async function qgis (): Promise<void> {
     t.pass('QGIS sent the bbox to the service (items?bbox=…)')
   })
 
+  const wrongKey = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`
+
+  t.test('a good key, then a wrong one in the same QGIS process: its network cache does not answer for the wrong one', async (t) => {
+    const from = service.lines.length
+    const out = await open(t, key, wrongKey)
+    t.comment(`QGIS printed: ${JSON.stringify({ ...out, all: `${out.all?.length ?? 0} feature ids`, in_bbox: undefined })}`)
+    t.equal(out.valid, true, 'the good key: valid')
+    t.equal(out.feature_count, boxes.size)
+    t.same(out.then?.all ?? [], [], 'the wrong key: no feature, from the service or from the cache')
+    t.equal(out.then?.valid, false, 'the wrong key: the layer is invalid')
+    // Authenticated answers are "Cache-Control: private, no-cache" with "Vary: Authorization": QGIS
+    // asks the service again each time, which answers the wrong key with 401.
+    await service.waitFor(/rejected: The API key is not valid/, 5000)
+    t.ok(service.lines.slice(from).some((l) => /"statusCode":401/.test(l)), 'the service answered the wrong key 401')
+  })
+
   t.test('a wrong key: 401, no feature reaches QGIS', async (t) => {
     const from = service.lines.length
-    const out = await open(t, `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`)
+    const out = await open(t, wrongKey)
     t.comment(`QGIS printed: ${JSON.stringify(out)}`)
     // What matters: the service answered nothing but its public documents to that key, and no
     // feature reached QGIS. (Whether 3.22's OAPIF provider then calls the layer invalid, or valid

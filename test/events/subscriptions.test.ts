@@ -28,6 +28,9 @@ t.test('SSRF: loopback, private, link-local, metadata and local names are refuse
     const body = expectError(t, res, 400, 'WEBHOOK_URL_REFUSED')
     t.equal(body.details?.[0]?.pointer, '/url', url)
     t.match(body.message, /webhook URL/, url)
+    // What WEBHOOK_ALLOW_PRIVATE would allow says so; what it would not (ftp, credentials, no URL) does not.
+    const allowable = !/^(ftp:|not a url|https:\/\/user:)/.test(url)
+    t.equal(/An operator can allow http and private addresses \(development and tests only\) by starting the service with WEBHOOK_ALLOW_PRIVATE=true\.$/.test(body.message), allowable, `${url}: ${body.message}`)
   }
   t.equal(refusedAddress('8.8.8.8'), undefined, 'a public address is allowed')
   t.equal(refusedAddress('2606:4700::1111'), undefined)

@@ -31,6 +31,15 @@ t.test('the page, its script and Leaflet, with strict security headers', async (
   t.same(config.json(), { tileUrl: 'none', attribution: '' })
 })
 
+t.test('/map/ (a trailing slash) is sent to /map with its query, relatively, where the page\'s relative links resolve', async (t) => {
+  for (const [url, location] of [['/map/', '../map'], ['/map/?bbox=1,2,3,4&datetime=2024-01-01T00:00:00Z/..', '../map?bbox=1,2,3,4&datetime=2024-01-01T00:00:00Z/..']] as const) {
+    const res = await app.inject({ method: 'GET', url })
+    t.same([res.statusCode, res.headers.location, res.body], [308, location, ''], url)
+    t.equal(new URL(String(res.headers.location), `http://h${url}`).pathname, '/map', 'resolves to /map')
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/map?x=1' })).statusCode, 200, '/map itself is the page')
+})
+
 t.test('every response carries the same security headers: a page, JSON, an error', async (t) => {
   const page = await app.inject({ method: 'GET', url: '/map' })
   const expected = ['content-security-policy', 'cross-origin-opener-policy', 'origin-agent-cluster', 'referrer-policy', 'x-content-type-options',

@@ -14,9 +14,9 @@ import { testConfig } from '../helper.js'
 interface Operation {
   operationId?: string
   security?: unknown[]
-  parameters?: Array<{ name: string, in: string, required?: boolean, schema?: { pattern?: string } }>
+  parameters?: Array<{ name: string, in: string, required?: boolean, schema?: { pattern?: string, enum?: string[] } }>
   requestBody?: { content: Record<string, unknown> }
-  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string, required?: string[] } }>, headers?: Record<string, unknown> }>
+  responses: Record<string, { description?: string, content?: Record<string, { schema?: { $ref?: string, required?: string[] } }>, headers?: Record<string, unknown> }>
 }
 interface Document {
   openapi: string
@@ -57,7 +57,7 @@ const STATUSES: Record<string, number[]> = {
   'GET /health': [200, 500],
   'GET /ready': [200, 500, 503],
   'GET /openapi.json': [200, 500],
-  'GET /map': [200, 206, 304, 412, 416, 500],
+  'GET /map': [200, 206, 304, 308, 412, 416, 500],
   'GET /map/config.json': [200, 500],
   'POST /oauth/token': [200, 400, 401, 413, 429, 500, 503],
   'POST /api-keys': [201, 400, 403, 409, 413, 415, 422, ...authenticated],
@@ -163,6 +163,9 @@ t.test('the media types as sent; the items page with its links and counts', asyn
   t.same(media('GET /openapi.json'), ['application/vnd.oai.openapi+json;version=3.0'])
   t.same(media('POST /sources', '201'), ['application/json'])
   t.same(media('GET /collections/sources/items', '303'), [], 'a redirect, no body')
+  const itemsOp = doc.paths['/collections/sources/items']?.get
+  t.match(itemsOp?.parameters?.find((p) => p.name === 'f'), { in: 'query', schema: { enum: ['json', 'geojson', 'html'] } }, 'f names html')
+  t.match(itemsOp?.responses['303'], { description: /^The text\/html answer.*GET \/map/, headers: { Location: {} } }, 'the text/html answer: the 303 to the map page')
   const items = doc.paths['/collections/sources/items']?.get?.responses['200']?.content?.['application/geo+json']?.schema
   t.match(items?.required, ['type', 'features', 'links', 'numberReturned', 'timeStamp'])
   t.match(doc.paths['/sources']?.post?.requestBody?.content, { 'application/json': {}, 'application/geo+json': {} })

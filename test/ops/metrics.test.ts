@@ -30,7 +30,12 @@ function value (samples: Sample[], name: string, labels: Record<string, string> 
 
 t.test('off by default: no /metrics, and nothing timed', async (t) => {
   const { app } = await build(t)
-  expectError(t, await app.inject({ method: 'GET', url: '/metrics', headers: auth }), 404, 'NOT_FOUND')
+  for (const method of ['GET', 'POST'] as const) {
+    const off = expectError(t, await app.inject({ method, url: '/metrics', headers: auth }), 404, 'NOT_FOUND')
+    t.match(off.message, /^Metrics are off: an operator turns them on with METRICS_TOKEN .* or METRICS_PORT .*docs\/operations\.md#metrics/, `${method}: says how to turn them on`)
+  }
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, unknown> }
+  t.notOk('/metrics' in doc.paths, 'not an operation of the document')
   await app.inject({ method: 'GET', url: '/health' })
   t.equal(value(parse(await app.metrics.registry.metrics()), 'source_registry_http_requests_total'), 0, 'no hook counts requests')
 })
@@ -140,5 +145,7 @@ t.test('METRICS_PORT: /metrics on a port of its own without a token, not on the 
   const samples = parse(await res.text())
   t.equal(value(samples, 'source_registry_http_requests_total', { route: '/health', method: 'GET', status: '200' }), 1)
   t.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404)
-  t.equal((await fetch(`${service.base}/metrics`)).status, 404, 'not on the service\'s port')
+  const here = await fetch(`${service.base}/metrics`)
+  t.equal(here.status, 404, 'not on the service\'s port')
+  t.match(((await here.json()) as { message: string }).message, `Metrics are served on their own port (METRICS_PORT=${port}), not here`)
 })

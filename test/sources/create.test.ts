@@ -134,7 +134,7 @@ t.test('400: RFC 7946 rules beyond the schema, every problem listed with feature
   t.match(body.message, /^\/features\/0\/geometry\/coordinates\/0 .* \(and 3 more problems\)$/)
   const big = '[[[0,0],[1e400,0],[1,1],[0,0]]]'
   const inf = await app.inject({ method: 'POST', url: '/sources', headers: { ...editor.headers, 'content-type': 'application/json' }, payload: `{"type":"FeatureCollection","features":[{"type":"Feature","id":"inf","properties":{"start_at":"2024-01-01","end_at":"2024-02-01"},"geometry":{"type":"Polygon","coordinates":${big}}}]}` })
-  t.match(expectError(t, inf, 400, 'INVALID_GEOJSON').details?.[0], { pointer: '/features/0/geometry/coordinates/0/1/0', message: 'must be number' }, '1e400 parses to Infinity, which is not a number')
+  t.match(expectError(t, inf, 400, 'INVALID_GEOJSON').details?.[0], { pointer: '/features/0/geometry/coordinates/0/1/0', message: 'is out of range: a number must lie within ±1.8e308 (a double\'s range)' }, '1e400 parses to Infinity: out of range, not "must be number"')
 })
 
 t.test('400: date-times that are not ISO 8601 with an offset', async (t) => {

@@ -113,6 +113,8 @@ t.test('merge-patch fuzzing: nulls, arrays, unknown members, -0, huge numbers ar
     t.equal(res.statusCode, 400, `${payload}: ${res.statusCode} ${res.body.slice(0, 200)}`)
   }
   t.equal((await get(id)).json().properties.version, 1, 'none of them changed anything')
+  const huge = expectError(t, await send('{"geometry":{"coordinates":[[[0,0],[-1e400,0],[1,1],[0,0]]]}}'), 400, 'INVALID_GEOJSON')
+  t.match(huge.details?.[0], { pointer: '/geometry/coordinates/0/1/0', message: /^is out of range: a number must lie within ±1\.8e308/ }, '-1e400 in a merge patch')
   // Valid patches, with -0 and numbers at the edge of a double: applied, or refused with a 4xx, never a 500.
   const odd = ['{"geometry":{"coordinates":[[[-0,0],[1,0],[1,1],[0,1],[-0,0]]]}}', '{"geometry":{"coordinates":[[[0,0],[1e-320,0],[1,1],[0,0]]]}}',
     '{"type":"Feature","properties":{}}', '{}', '{"geometry":{"type":"Polygon"}}', '{"properties":{"end_at":"2099-12-31T23:59:59.999999Z"}}',
@@ -131,6 +133,22 @@ t.test('two PATCHes with the same If-Match: one wins, the other gets 412', async
   ])
   t.same([a.statusCode, b.statusCode].sort(), [200, 412])
   t.equal((await get(id)).json().properties.version, 2)
+})
+
+t.test('a malformed If-Match is a 400 showing the form (not a 412 for a change nobody made); a malformed If-None-Match is ignored', async (t) => {
+  const id = await create()
+  for (const [header, form] of [['1', 'W/"1"'], ['W/1', 'W/"1"'], ['"1', 'W/"1"'], ['W/"1", 2', 'W/"2"'], ['abc', 'W/"1"']] as const) {
+    const body = expectError(t, await patch(id, { properties: { end_at: '2025-01-01' } }, { 'if-match': header }), 400, 'VALIDATION_FAILED')
+    t.match(body.message, `is not an entity tag: send the ETag as the GET gave it, quotes included, such as ${form}`, `If-Match: ${header}`)
+  }
+  const del = expectError(t, await app.inject({ method: 'DELETE', url: `/sources/?id=${id}`, headers: { ...editorA.headers, 'if-match': '1' } }), 400, 'VALIDATION_FAILED')
+  t.match(del.message, /W\/"1"/)
+  const item = expectError(t, await app.inject({ method: 'DELETE', url: `/collections/sources/items/${id}`, headers: { ...editorA.headers, 'if-match': '1' } }), 400, 'VALIDATION_FAILED')
+  t.match(item.message, /W\/"1"/)
+  t.equal((await get(id)).json().properties.version, 1, 'nothing changed')
+  expectError(t, await patch(id, { properties: { end_at: '2025-01-01' } }, { 'if-match': 'W/"abc"' }), 412, 'PRECONDITION_FAILED')
+  t.equal((await get(id, { ...editorA.headers, 'if-none-match': '1' })).statusCode, 200, 'If-None-Match: 1 names no tag: the full answer')
+  t.equal((await get(id, { ...editorA.headers, 'if-none-match': '1, W/"1"' })).statusCode, 304, 'a list still matches by its tags')
 })
 
 t.test('If-Match: * and a list of tags; an admin changes any organisation\'s source, keeping it there', async (t) => {

@@ -58,11 +58,13 @@ const TEMPORAL: Record<string, TemporalRelation> = {
 /** Relations of Table 8: defined on intervals only ("using these functions with instants will result in a client error"). */
 const INTERVALS_ONLY = new Set<TemporalRelation>(['contains', 'during', 'finishedBy', 'finishes', 'meets', 'metBy', 'overlappedBy', 'overlaps', 'startedBy', 'starts'])
 const QUERYABLES = Object.keys(QUERYABLE_TYPES).join(', ')
+const INSTANTS = Object.keys(QUERYABLE_TYPES).filter((name) => QUERYABLE_TYPES[name] === 'timestamp').join(', ')
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?[Zz]$/
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isProperty = (v: unknown): v is { property: string } => isObject(v) && typeof v.property === 'string'
 const spell = (op: string): string => op.toUpperCase()
 
 /** Checks one filter (its JSON form); the encoding only changes how a place is named. */
@@ -110,7 +112,7 @@ class Checker {
     if (lower === 'not') return { op: 'not', arg: this.predicate(this.args(node, path, [1])[0], at(0), depth + 1) }
     if (COMPARISONS.has(op)) {
       const [a, b] = this.args(node, path, [2]).map((x, i) => this.scalar(x, at(i), depth + 1))
-      this.sameType(node, path, op, [a, b] as [ScalarOperand, ScalarOperand])
+      this.sameType(node, path, op, [a, b] as [ScalarOperand, ScalarOperand], node.args as unknown[])
       return { op: 'compare', cmp: op as Comparison, args: [(a as ScalarOperand).scalar, (b as ScalarOperand).scalar] }
     }
     if (lower === 'like') {
@@ -127,10 +129,10 @@ class Checker {
     }
     if (lower === 'between') {
       const operands = this.args(node, path, [3]).map((x, i) => this.scalar(x, at(i), depth + 1))
+      this.sameType(node, path, 'BETWEEN', operands, node.args as unknown[])
       for (const [i, o] of operands.entries()) {
         if (o.type !== 'number' && o.type !== 'timestamp') this.fail(node, at(i), `BETWEEN compares numbers (or timestamps), not ${TYPE_NAMES[o.type]}`)
       }
-      this.sameType(node, path, 'BETWEEN', operands)
       return { op: 'between', args: operands.map((o) => o.scalar) as [Scalar, Scalar, Scalar] }
     }
     if (lower === 'in') {
@@ -138,7 +140,7 @@ class Checker {
       const left = this.scalar(value, at(0), depth + 1)
       if (!Array.isArray(list) || list.length === 0) this.fail(list, at(1), 'IN needs a list of at least one value')
       const items = list.map((x, i) => this.scalar(x, `${at(1)}/${i}`, depth + 1))
-      this.sameType(node, path, 'IN', [left, ...items])
+      this.sameType(node, path, 'IN', [left, ...items], [value, ...list])
       return { op: 'in', value: left.scalar, list: items.map((o) => o.scalar) }
     }
     if (lower === 'isnull') {
@@ -152,7 +154,7 @@ class Checker {
     if (spatial !== undefined) {
       const [a, b] = this.args(node, path, [2]).map((x, i) => {
         const o = this.operand(x, at(i), depth + 1)
-        if (o.type !== 'geometry') this.fail(x, at(i), `${spell(op)} relates geometries: this is ${TYPE_NAMES[o.type]}`)
+        if (o.type !== 'geometry') this.fail(x, at(i), `${spell(op)} relates geometries, and ${this.named(x, o.type)}: ${this.geometryHint(x)}`)
         return o
       }) as [GeometryOperand, GeometryOperand]
       if ((a.degenerate || b.degenerate) && spatial !== 'intersects' && spatial !== 'disjoint') {
@@ -162,7 +164,7 @@ class Checker {
     }
     const temporal = TEMPORAL[lower]
     if (temporal !== undefined) {
-      const operands = this.args(node, path, [2]).map((x, i) => this.temporal(x, at(i), depth + 1))
+      const operands = this.args(node, path, [2]).map((x, i) => this.temporal(x, at(i), depth + 1, spell(op)))
       if (INTERVALS_ONLY.has(temporal)) {
         for (const [i, t] of operands.entries()) {
           if ('at' in t) this.fail((node.args as unknown[])[i], at(i), `${spell(op)} relates intervals, and this is an instant: use INTERVAL(start_at, end_at) or INTERVAL('…', '…')`)
@@ -181,10 +183,65 @@ class Checker {
     this.fail(node, path, `unknown function ${JSON.stringify(op)}: the functions are the comparisons, LIKE, BETWEEN, IN, IS NULL, S_* and T_*`)
   }
 
-  private sameType (node: unknown, path: string, name: string, operands: Array<{ type: Type }>): void {
+  /**
+   * Operands of one type, or a refusal naming them: the property and its type, the literal, and
+   * the literal written as the property's type takes it (TIMESTAMP('…') for a quoted date).
+   */
+  private sameType (node: unknown, path: string, name: string, operands: Array<{ type: Type }>, nodes: unknown[]): void {
     const first = operands[0] as { type: Type }
-    const other = operands.find((o) => o.type !== first.type)
-    if (other !== undefined) this.fail(node, path, `${name} has operands of different types: ${TYPE_NAMES[first.type]} and ${TYPE_NAMES[other.type]}`)
+    const i = operands.findIndex((o) => o.type !== first.type)
+    if (i < 0) return
+    const other = operands[i] as { type: Type }
+    const [pAt, xAt] = isProperty(nodes[0]) || !isProperty(nodes[i]) ? [0, i] : [i, 0]
+    const [p, x] = [nodes[pAt], nodes[xAt]]
+    const [pType, xType] = [(operands[pAt] as { type: Type }).type, (operands[xAt] as { type: Type }).type]
+    if (!isProperty(p)) this.fail(node, path, `${name} has operands of different types: ${this.named(nodes[0], first.type)}, ${this.named(nodes[i], other.type)}`)
+    const why = isProperty(x) ? 'a property is compared with one of its own type' : this.literalHint(pType, x)
+    this.fail(node, path, `${name} has operands of different types: ${this.named(p, pType)}, ${this.named(x, xType)}: ${why}`)
+  }
+
+  /** "the property start_at is a timestamp", "'2024-01-01' is a character string". */
+  private named (node: unknown, type: Type): string {
+    const what = type === 'timestamp' ? 'a timestamp' : TYPE_NAMES[type]
+    if (isProperty(node)) return `the property ${node.property} is ${what}`
+    const literal = this.literal(node)
+    return literal === undefined ? `one is ${what}` : `${literal} is ${what}`
+  }
+
+  /** A literal as this encoding writes it, or undefined for an expression. */
+  private literal (node: unknown): string | undefined {
+    if (typeof node === 'string') return this.text ? `'${node.replace(/'/g, "''")}'` : JSON.stringify(node)
+    if (typeof node === 'number' || typeof node === 'boolean') return this.text ? String(node).toUpperCase() : JSON.stringify(node)
+    if (isObject(node) && ('date' in node || 'timestamp' in node)) {
+      const [fn, value] = 'date' in node ? ['DATE', node.date] : ['TIMESTAMP', node.timestamp]
+      return this.text ? `${fn}('${String(value)}')` : JSON.stringify(node)
+    }
+    return undefined
+  }
+
+  /** How to write `literal` for a property of `type`. */
+  private literalHint (type: Type, literal: unknown): string {
+    const text = typeof literal === 'string' ? literal : String(literal)
+    const as = (fn: 'DATE' | 'TIMESTAMP', value: string): string => this.text ? `${fn}('${value}')` : JSON.stringify({ [fn.toLowerCase()]: value })
+    if (type === 'timestamp') {
+      if (DATE.test(text)) return `write the date as ${as('DATE', text)} (or ${as('TIMESTAMP', `${text}T00:00:00Z`)})`
+      if (TIMESTAMP.test(text)) return `write the instant as ${as('TIMESTAMP', text)}`
+      return `write an instant as ${as('DATE', '2024-01-01')} or ${as('TIMESTAMP', '2024-01-01T00:00:00Z')} (RFC 3339, UTC)`
+    }
+    if (type === 'number') {
+      return typeof literal === 'string' && text.trim() !== '' && Number.isFinite(Number(text))
+        ? `write the number without quotes: ${Number(text)}`
+        : 'compare it with a number, written without quotes (such as 1000)'
+    }
+    if (type === 'boolean') return `compare it with ${this.text ? 'TRUE or FALSE' : 'true or false'}, without quotes`
+    if (type === 'string') return `quote the value: ${this.text ? `'${text.replace(/'/g, "''")}'` : JSON.stringify(text)}`
+    return `use ${TYPE_NAMES[type]}`
+  }
+
+  /** What a spatial function takes instead of `node`. */
+  private geometryHint (node: unknown): string {
+    if (typeof node === 'string' && /^\s*(POINT|LINESTRING|POLYGON|MULTI|GEOMETRYCOLLECTION|BBOX)/i.test(node) && this.text) return `write the geometry without quotes: ${node.trim()}`
+    return `use the property geometry, or a literal such as ${this.text ? 'POINT(5.1 52.0), BBOX(5, 52, 5.3, 52.2) or POLYGON((…))' : '{"type": "Point", "coordinates": [5.1, 52.0]} or {"bbox": [5, 52, 5.3, 52.2]}'}`
   }
 
   private scalar (node: unknown, path: string, depth: number): ScalarOperand {
@@ -212,7 +269,7 @@ class Checker {
       return { type: 'string', scalar: { text: node } }
     }
     if (typeof node === 'number') {
-      if (!Number.isFinite(node)) this.fail(node, path, 'a number must be finite (within ±1.8e308)')
+      if (!Number.isFinite(node)) this.fail(node, path, 'the number is out of range: a number must be finite (within ±1.8e308)')
       return { type: 'number', scalar: { number: node + 0 } }
     }
     if (typeof node === 'boolean') return { type: 'boolean', scalar: { boolean: node } }
@@ -289,11 +346,12 @@ class Checker {
     return { begin, end }
   }
 
-  private temporal (node: unknown, path: string, depth: number): Temporal {
+  private temporal (node: unknown, path: string, depth: number, name: string): Temporal {
     const o = this.operand(node, path, depth)
     if (o.type === 'interval') return o.temporal
     if (o.type === 'timestamp') return { at: o.instant }
-    this.fail(node, path, `a temporal function relates instants and intervals: this is ${TYPE_NAMES[o.type]}`)
+    const hint = typeof node === 'string' ? this.literalHint('timestamp', node) : `use a timestamp property (${INSTANTS}), INTERVAL(start_at, end_at), ${this.text ? "DATE('…'), TIMESTAMP('…') or INTERVAL('…', '…')" : '{"date": …}, {"timestamp": …} or {"interval": […, …]}'}`
+    this.fail(node, path, `${name} relates instants and intervals, and ${this.named(node, o.type)}: ${hint}`)
   }
 
   private bbox (node: Record<string, unknown>, path: string): Operand {
