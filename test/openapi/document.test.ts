@@ -118,7 +118,7 @@ t.test('valid OpenAPI 3.0.3, served as such; OGC\'s oas30 class declared', async
   t.same(result, { valid: true }, JSON.stringify(result.errors))
   t.equal(validator.version, '3.0')
   t.equal(doc.openapi, '3.0.3')
-  t.match(served.headers['content-type'], /^application\/vnd\.oai\.openapi\+json; ?version="?3\.0"?/)
+  t.equal(served.headers['content-type'], 'application/vnd.oai.openapi+json;version=3.0', 'as declared, unquoted: GDAL compares it token by token')
   const conformance = (await app.inject({ method: 'GET', url: '/conformance' })).json() as { conformsTo: string[] }
   t.ok(conformance.conformsTo.includes('http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30'))
 })
