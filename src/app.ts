@@ -141,7 +141,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE })
   await app.register(tilesRoutes, {
     config: section.tiles,
-    store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES }),
+    store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox }),
     // A connection is always left for other requests.
     drawing: new AdmissionQueue(Math.max(1, Math.min(section.tiles.TILES_CONCURRENCY, section.database.DB_POOL_MAX - 1)), section.tiles.TILES_QUEUE)
   })

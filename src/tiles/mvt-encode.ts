@@ -85,6 +85,14 @@ function geometry (polygons: Ring[][]): number[] {
   return out
 }
 
+/**
+ * The layer "sources" with no feature: what the z/x/y alias answers for an empty tile, since
+ * GDAL's MVT driver fails on a tile of zero bytes (an MVT without layers).
+ */
+export function emptyMvtLayer (extent: number): Buffer {
+  return new Writer().message(3, new Writer().key(15, 0).varint(2).string(1, 'sources').key(5, 0).varint(extent)).buffer()
+}
+
 /** The layer "sources" as MVT; empty when no feature has a polygon left. */
 export function encodeMvt (features: readonly DrawnFeature[], extent: number): Buffer {
   const keys: string[] = []

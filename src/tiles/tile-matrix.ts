@@ -45,3 +45,38 @@ export function changeCells ({ z, x, y }: Tile): Array<{ z: number, x0: number, 
   }
   return cells
 }
+
+/** A tile's size in pixels, as the tile matrix set defines it (OGC 2D-TMS's WebMercatorQuad). */
+export const TILE_PIXELS = 256
+/** The pixel size of OGC's standardized rendering (0.28 mm), which scale denominators assume. */
+const STANDARD_PIXEL_M = 0.00028
+
+/**
+ * WebMercatorQuad as OGC Two Dimensional Tile Matrix Set 2.0 defines it (JSON encoding): one
+ * matrix per zoom, 2^z × 2^z tiles of 256 pixels, origin at the top left corner of the world.
+ */
+export function webMercatorQuad () {
+  const half = WORLD_M / 2
+  return {
+    id: 'WebMercatorQuad',
+    title: 'Google Maps Compatible for the World',
+    uri: 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQuad',
+    crs: 'http://www.opengis.net/def/crs/EPSG/0/3857',
+    orderedAxes: ['E', 'N'],
+    wellKnownScaleSet: 'http://www.opengis.net/def/wkss/OGC/1.0/GoogleMapsCompatible',
+    tileMatrices: Array.from({ length: MAX_ZOOM + 1 }, (_, z) => {
+      const cellSize = WORLD_M / TILE_PIXELS / 2 ** z
+      return {
+        id: String(z),
+        scaleDenominator: cellSize / STANDARD_PIXEL_M,
+        cellSize,
+        cornerOfOrigin: 'topLeft' as const,
+        pointOfOrigin: [-half, half],
+        tileWidth: TILE_PIXELS,
+        tileHeight: TILE_PIXELS,
+        matrixWidth: 2 ** z,
+        matrixHeight: 2 ** z
+      }
+    })
+  }
+}

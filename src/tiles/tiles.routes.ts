@@ -1,8 +1,10 @@
-// OGC API – Tiles (Part 1: core, tileset, tilesets-list, geodata-tilesets, MVT) for the sources
-// collection, and the same tiles as TileJSON 3.0. One tile matrix set, WebMercatorQuad, zoom
-// 0–22; tiles are scoped and filtered like items (the token's organisation, an admin's
-// organisation parameter, datetime). An empty tile is 204. ETags follow the data: they hash the
-// caller's scope, the filters, the tile and the database's change counters around it
+// OGC API – Tiles (Part 1: core, tileset, tilesets-list, geodata-tilesets, tilematrixset, MVT)
+// for the sources collection, the same tiles as TileJSON 3.0, and a z/x/y alias of them for
+// clients that read a tileset as a {z}/{x}/{y}.pbf tree (GDAL's MVT driver). One tile matrix set,
+// WebMercatorQuad, zoom 0–22, defined at /tileMatrixSets; tiles are scoped and filtered like items
+// (the token's organisation, an admin's organisation parameter, datetime). An empty tile is 204
+// on the OGC path and an MVT layer without features on the alias. ETags follow the data: they
+// hash the caller's scope, the filters, the tile and the database's change counters around it
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
 // instance, and If-None-Match answers 304 without drawing the tile. A tile is drawn with its
 // counters in one statement, so its ETag is exact for its bytes.
@@ -14,17 +16,20 @@ import type { TilesConfig } from '../config.js'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import type { AdmissionQueue } from '../http/admission-queue.js'
 import { parseDatetimeParameter } from '../sources/datetime.js'
-import { MAX_ZOOM, type Tile } from './tile-matrix.js'
+import { EXTENT, MAX_LAT, MAX_ZOOM, type Tile, webMercatorQuad } from './tile-matrix.js'
 import type { TileFilter } from './tiles.repository.js'
-import type { TileStore } from './tiles.store.js'
-import { MVT, TILE_FIELDS, TileJsonSchema, TileParamsSchema, TileQuerySchema, TileSetSchema, TileSetsSchema } from './tiles.schema.js'
+import type { Bbox, TileStore } from './tiles.store.js'
+import { emptyMvtLayer } from './mvt-encode.js'
+import { MVT, TILE_FIELDS, TileJsonSchema, TileMatrixSetSchema, TileMatrixSetsSchema, TileParamsSchema, TileQuerySchema, TileSetSchema, TileSetsSchema, XyzParamsSchema } from './tiles.schema.js'
 
-const TMS_URI = 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQuad'
-const TMS_DEFINITION = 'https://schemas.opengis.net/tms/2.0/json/examples/tilematrixset/WebMercatorQuad.json'
+const TMS = webMercatorQuad()
 const EPSG_3857 = 'http://www.opengis.net/def/crs/EPSG/0/3857'
+const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const TAGS = ['OGC API – Tiles']
 /** The classes this module passes, declared on /conformance beside OGC API – Features' (app.ts). */
-export const TILES_CONFORMANCE = ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`)
+export const TILES_CONFORMANCE = ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'tilematrixset', 'mvt'].map((c) => `http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`)
+/** The answer of the z/x/y alias for a tile without sources. */
+const EMPTY_TILE = emptyMvtLayer(EXTENT)
 // Tiles are read like items: a token, or an API key as bearer or Basic (plugins/auth.ts).
 const security = SECURITY
 /** Changes with anything that changes how a tile is drawn from the same rows. */
@@ -32,6 +37,11 @@ const DRAWING = 'mvt-1'
 
 const baseOf = (request: FastifyRequest): string => `${request.protocol}://${request.host}`
 const tilesUrl = (base: string): string => `${base}/collections/sources/tiles/WebMercatorQuad`
+const tmsUrl = (base: string): string => `${base}/tileMatrixSets/WebMercatorQuad`
+/** The world as Web Mercator draws it: TileJSON's default bounds. */
+const WORLD: Bbox = [-180, -MAX_LAT, 180, MAX_LAT]
+/** A box within Web Mercator's latitudes. */
+const inMercator = ([w, s, e, n]: Bbox): Bbox => [w, Math.max(s, -MAX_LAT), e, Math.min(n, MAX_LAT)]
 
 interface Options {
   config: TilesConfig
@@ -53,22 +63,26 @@ function parseFilter (query: { datetime?: string, organisation?: string }, isAdm
   return filter
 }
 
+type Axis = 'z' | 'x' | 'y'
+
 /**
- * z/row/col as the path has them: whole numbers (else 400), inside the tile matrix set (else 404).
- * The column may end in .pbf or .mvt: GDAL's MVT driver (3.6) opens a tile URL only with one.
+ * z, column and row as a path has them (`names`: what the path calls each, for the pointers):
+ * whole numbers (else 400), inside the tile matrix set (else 404). The last segment may end in
+ * .pbf or .mvt: GDAL's MVT driver (3.6) opens a tile URL only with one.
  */
-function parseTile (params: { tileMatrix: string, tileRow: string, tileCol: string }): Tile {
+function parseTile (text: Record<Axis, string>, names: Record<Axis, string>, last: Axis): Tile {
   const details: ErrorDetail[] = []
-  const whole = (text: string, name: string): number => {
-    if (!/^\d+$/.test(text)) details.push({ pointer: `/${name}`, message: 'must be a whole number, 0 or more' })
-    return Number(text)
+  const whole = (axis: Axis): number => {
+    const digits = axis === last ? text[axis].replace(/\.(?:pbf|mvt)$/, '') : text[axis]
+    if (!/^\d+$/.test(digits)) details.push({ pointer: `/${names[axis]}`, message: 'must be a whole number, 0 or more' })
+    return Number(digits)
   }
-  const z = whole(params.tileMatrix, 'tileMatrix')
-  const y = whole(params.tileRow, 'tileRow')
-  const x = whole(params.tileCol.replace(/\.(?:pbf|mvt)$/, ''), 'tileCol')
+  const z = whole('z')
+  const y = whole('y')
+  const x = whole('x')
   if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
   if (z > MAX_ZOOM) throw new ApiError('NOT_FOUND', `No tile matrix ${z} in WebMercatorQuad: zoom is 0 to ${MAX_ZOOM}.`)
-  if (x >= 2 ** z || y >= 2 ** z) throw new ApiError('NOT_FOUND', `No tile ${z}/${y}/${x}: at zoom ${z} rows and columns are 0 to ${2 ** z - 1}.`)
+  if (x >= 2 ** z || y >= 2 ** z) throw new ApiError('NOT_FOUND', `No tile at zoom ${z}, row ${y}, column ${x}: at zoom ${z} rows and columns are 0 to ${2 ** z - 1}.`)
   return { z, x, y }
 }
 
@@ -88,15 +102,29 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     title: 'Sources',
     dataType: 'vector' as const,
     crs: EPSG_3857,
-    tileMatrixSetURI: TMS_URI,
+    tileMatrixSetURI: TMS.uri,
     links: [
       { href: tilesUrl(base), rel: 'self', type: 'application/json', title: 'This tileset' },
-      { href: TMS_DEFINITION, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tiling-scheme', type: 'application/json', title: 'WebMercatorQuad' },
+      { href: tmsUrl(base), rel: 'http://www.opengis.net/def/rel/ogc/1.0/tiling-scheme', type: 'application/json', title: 'WebMercatorQuad' },
       { href: `${tilesUrl(base)}/{tileMatrix}/{tileRow}/{tileCol}`, rel: 'item', type: MVT, templated: true, title: 'A tile (Mapbox Vector Tile)' },
       { href: `${tilesUrl(base)}/tilejson.json`, rel: 'alternate', type: 'application/json', title: 'TileJSON 3.0' },
       { href: `${base}/collections/sources`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/geodata', type: 'application/json', title: 'The collection' }
     ]
   })
+
+  app.get('/tileMatrixSets', {
+    schema: { operationId: 'getTileMatrixSets', summary: 'The tiling schemes of the tilesets', tags: TAGS, security: [], response: { 200: TileMatrixSetsSchema, ...errorResponses(429, 500) } }
+  }, async (request) => {
+    const base = baseOf(request)
+    return {
+      tileMatrixSets: [{ id: TMS.id, title: TMS.title, uri: TMS.uri, links: [{ href: tmsUrl(base), rel: 'self', type: 'application/json', title: 'WebMercatorQuad' }] }],
+      links: [{ href: `${base}/tileMatrixSets`, rel: 'self', type: 'application/json', title: 'The tiling schemes' }]
+    }
+  })
+
+  app.get('/tileMatrixSets/WebMercatorQuad', {
+    schema: { operationId: 'getTileMatrixSet', summary: 'WebMercatorQuad (OGC Two Dimensional Tile Matrix Set 2.0)', tags: TAGS, security: [], response: { 200: TileMatrixSetSchema, ...errorResponses(429, 500) } }
+  }, async () => TMS)
 
   app.get('/collections/sources/tiles', {
     onRequest: [app.authenticate],
@@ -113,60 +141,50 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
   app.get('/collections/sources/tiles/WebMercatorQuad', {
     onRequest: [app.authenticate],
     schema: { operationId: 'getTileSet', summary: 'The sources\' vector tileset in WebMercatorQuad', tags: TAGS, security, response: { 200: TileSetSchema, ...errorResponses(401, 429, 500, 503) } }
-  }, async (request) => ({
-    ...tileSet(baseOf(request)),
-    layers: [{
-      id: 'sources',
-      dataType: 'vector' as const,
-      geometryDimension: 2,
-      minTileMatrix: '0',
-      maxTileMatrix: String(MAX_ZOOM),
-      propertiesSchema: {
-        type: 'object' as const,
-        properties: TILE_FIELDS
-      }
-    }]
-  }))
+  }, async (request) => {
+    const bbox = await store.extent(request.account.scope)
+    return {
+      ...tileSet(baseOf(request)),
+      ...(bbox === null ? {} : { boundingBox: { lowerLeft: [bbox[0], bbox[1]], upperRight: [bbox[2], bbox[3]], crs: CRS84 } }),
+      layers: [{
+        id: 'sources',
+        dataType: 'vector' as const,
+        geometryDimension: 2,
+        minTileMatrix: '0',
+        maxTileMatrix: String(MAX_ZOOM),
+        propertiesSchema: {
+          type: 'object' as const,
+          properties: TILE_FIELDS
+        }
+      }]
+    }
+  })
 
   app.get('/collections/sources/tiles/WebMercatorQuad/tilejson.json', {
     onRequest: [app.authenticate],
     schema: { operationId: 'getTileJson', summary: 'The sources\' vector tiles as TileJSON 3.0', tags: TAGS, security, response: { 200: TileJsonSchema, ...errorResponses(401, 429, 500, 503) } }
-  }, async (request) => ({
-    tilejson: '3.0.0' as const,
-    name: 'sources',
-    tiles: [`${tilesUrl(baseOf(request))}/{z}/{y}/{x}`],
-    scheme: 'xyz' as const,
-    minzoom: 0,
-    maxzoom: MAX_ZOOM,
-    bounds: [-180, -85.0511287798066, 180, 85.0511287798066],
-    vector_layers: [{
-      id: 'sources',
-      description: 'Registered areas with their validity periods',
+  }, async (request) => {
+    const bbox = await store.extent(request.account.scope)
+    return {
+      tilejson: '3.0.0' as const,
+      name: 'sources',
+      tiles: [`${tilesUrl(baseOf(request))}/{z}/{y}/{x}`],
+      scheme: 'xyz' as const,
       minzoom: 0,
       maxzoom: MAX_ZOOM,
-      fields: Object.fromEntries(Object.entries(TILE_FIELDS).map(([name, f]) => [name, f.description]))
-    }]
-  }))
-
-  app.get('/collections/sources/tiles/WebMercatorQuad/:tileMatrix/:tileRow/:tileCol', {
-    onRequest: [app.authenticate],
-    schema: {
-      operationId: 'getTile',
-      summary: 'A vector tile of the sources (Mapbox Vector Tile, layer "sources")',
-      description: 'Path order as OGC API – Tiles: zoom, row (y, from the north), column (x). 204 when no source is drawn in the tile. ETag and If-None-Match (304) follow writes.',
-      tags: TAGS,
-      security,
-      params: TileParamsSchema,
-      querystring: TileQuerySchema,
-      response: {
-        200: { description: 'The tile', content: { [MVT]: { schema: { type: 'string', format: 'binary' } } } },
-        204: { description: 'No source is drawn in this tile', type: 'null' },
-        304: { description: 'Not modified since the ETag in If-None-Match', type: 'null' },
-        ...errorResponses(400, 401, 404, 429, 500, 503)
-      }
+      bounds: bbox === null ? WORLD : inMercator(bbox),
+      vector_layers: [{
+        id: 'sources',
+        description: 'Registered areas with their validity periods',
+        minzoom: 0,
+        maxzoom: MAX_ZOOM,
+        fields: Object.fromEntries(Object.entries(TILE_FIELDS).map(([name, f]) => [name, f.description]))
+      }]
     }
-  }, async (request, reply) => {
-    const tile = parseTile(request.params)
+  })
+
+  /** One tile to the caller: 304 on a matching If-None-Match, else drawn; `empty` when no source is drawn in it. */
+  const sendTile = async (request: FastifyRequest<{ Querystring: { datetime?: string, organisation?: string } }>, reply: FastifyReply, tile: Tile, empty: 204 | Buffer) => {
     const account = request.account
     const details: ErrorDetail[] = []
     const filter = parseFilter(request.query, account.role === 'admin', details)
@@ -186,7 +204,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     // every pool connection for seconds, and the requests behind them would fail waiting for one.
     const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
     // The client left while its tile waited: 499 (nginx's "client closed request") for the log.
-    if (admitted === 'cancelled') return await (reply as FastifyReply).code(499).send()
+    if (admitted === 'cancelled') return await reply.code(499).send()
     if (admitted === 'full') {
       throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy drawing other tiles (${drawing.concurrency} at a time, ${drawing.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })
     }
@@ -199,8 +217,51 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     // The ETag of the counters read with the bytes (a write after a revalidation's read is in both).
     const { mvt, changes } = drawn
     void reply.header('etag', etagOf(changes))
-    if (mvt.length === 0) return await reply.code(204).send()
-    return await reply.type(MVT).send(mvt)
+    if (mvt.length > 0) return await reply.type(MVT).send(mvt)
+    return empty === 204 ? await reply.code(204).send() : await reply.type(MVT).send(empty)
+  }
+  const tileResponses = (empty: object) => ({
+    200: { description: 'The tile', content: { [MVT]: { schema: { type: 'string', format: 'binary' } } } },
+    ...empty,
+    304: { description: 'Not modified since the ETag in If-None-Match', type: 'null' },
+    ...errorResponses(400, 401, 404, 429, 500, 503)
+  })
+
+  app.get('/collections/sources/tiles/WebMercatorQuad/:tileMatrix/:tileRow/:tileCol', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getTile',
+      summary: 'A vector tile of the sources (Mapbox Vector Tile, layer "sources")',
+      description: 'Path order as OGC API – Tiles: zoom, row (y, from the north), column (x). 204 when no source is drawn in the tile. ETag and If-None-Match (304) follow writes.',
+      tags: TAGS,
+      security,
+      params: TileParamsSchema,
+      querystring: TileQuerySchema,
+      response: tileResponses({ 204: { description: 'No source is drawn in this tile', type: 'null' } })
+    }
+  }, async (request, reply) => {
+    const { tileMatrix: z, tileRow: y, tileCol: x } = request.params
+    return await sendTile(request, reply, parseTile({ z, x, y }, { z: 'tileMatrix', x: 'tileCol', y: 'tileRow' }, 'x'), 204)
+  })
+
+  // The same tiles in the order of a {z}/{x}/{y}.pbf tree, which GDAL's MVT driver reads a
+  // tileset as (with the TileJSON as its METADATA_FILE). It fails on an empty body, so an empty
+  // tile here is the layer without features.
+  app.get('/collections/sources/tiles/WebMercatorQuad/xyz/:z/:x/:y', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getTileXyz',
+      summary: 'A vector tile of the sources, z/x/y order (for GDAL\'s MVT driver)',
+      description: 'The tile of getTile with the column before the row, as a {z}/{x}/{y}.pbf tree has them: zoom, column (x, from the west), row (y, from the north). A tile without sources is the layer "sources" with no feature (200), not 204. ETag and If-None-Match (304) as getTile.',
+      tags: TAGS,
+      security,
+      params: XyzParamsSchema,
+      querystring: TileQuerySchema,
+      response: tileResponses({})
+    }
+  }, async (request, reply) => {
+    const { z, x, y } = request.params
+    return await sendTile(request, reply, parseTile({ z, x, y }, { z: 'z', x: 'x', y: 'y' }, 'y'), EMPTY_TILE)
   })
 }
 

@@ -24,11 +24,25 @@ export const TileParamsSchema = Type.Object({
   tileCol: Type.String({ description: 'Column from the west, 0 to 2^zoom − 1; a .pbf or .mvt suffix is allowed (GDAL\'s MVT driver wants one).' })
 })
 
+export const XyzParamsSchema = Type.Object({
+  z: Type.String({ description: 'Zoom, 0–22.' }),
+  x: Type.String({ description: 'Column from the west, 0 to 2^zoom − 1.' }),
+  y: Type.String({ description: 'Row from the north, 0 to 2^zoom − 1; a .pbf or .mvt suffix is allowed (GDAL asks for {y}.pbf).' })
+})
+
+/** A box in CRS84, as OGC API – Tiles' boundingBox (2D-TMS 2.0's 2DBoundingBox). */
+const BoundingBoxSchema = Type.Object({
+  lowerLeft: Type.Array(Type.Number(), { minItems: 2, maxItems: 2 }),
+  upperRight: Type.Array(Type.Number(), { minItems: 2, maxItems: 2 }),
+  crs: Type.String()
+}, { description: 'Where the caller\'s sources are: west/south and east/north in CRS84 (absent when there are none).' })
+
 export const TileSetSchema = Type.Object({
   title: Type.String(),
   dataType: Type.Literal('vector'),
   crs: Type.String(),
   tileMatrixSetURI: Type.String(),
+  boundingBox: Type.Optional(BoundingBoxSchema),
   links: Type.Array(LinkSchema),
   layers: Type.Optional(Type.Array(Type.Object({
     id: Type.String(),
@@ -41,7 +55,7 @@ export const TileSetSchema = Type.Object({
 })
 
 export const TileSetsSchema = Type.Object({
-  tilesets: Type.Array(Type.Omit(TileSetSchema, ['layers'])),
+  tilesets: Type.Array(Type.Omit(TileSetSchema, ['layers', 'boundingBox'])),
   links: Type.Array(LinkSchema)
 })
 
@@ -52,7 +66,7 @@ export const TileJsonSchema = Type.Object({
   scheme: Type.Literal('xyz'),
   minzoom: Type.Integer(),
   maxzoom: Type.Integer(),
-  bounds: Type.Array(Type.Number()),
+  bounds: Type.Array(Type.Number(), { minItems: 4, maxItems: 4, description: 'West, south, east, north (CRS84) of the caller\'s sources, within ±85.0511°; the world when there are none.' }),
   vector_layers: Type.Array(Type.Object({
     id: Type.String(),
     description: Type.String(),
@@ -60,6 +74,35 @@ export const TileJsonSchema = Type.Object({
     maxzoom: Type.Integer(),
     fields: Type.Record(Type.String(), Type.String())
   }))
+})
+
+const TileMatrixSchema = Type.Object({
+  id: Type.String(),
+  scaleDenominator: Type.Number(),
+  cellSize: Type.Number(),
+  cornerOfOrigin: Type.Literal('topLeft'),
+  pointOfOrigin: Type.Array(Type.Number(), { minItems: 2, maxItems: 2 }),
+  tileWidth: Type.Integer(),
+  tileHeight: Type.Integer(),
+  matrixWidth: Type.Integer(),
+  matrixHeight: Type.Integer()
+})
+
+/** A tile matrix set as OGC Two Dimensional Tile Matrix Set 2.0's JSON encoding has it. */
+export const TileMatrixSetSchema = Type.Object({
+  id: Type.String(),
+  title: Type.String(),
+  uri: Type.String(),
+  crs: Type.String(),
+  orderedAxes: Type.Array(Type.String()),
+  wellKnownScaleSet: Type.String(),
+  tileMatrices: Type.Array(TileMatrixSchema)
+})
+
+/** OGC API – Tiles' /tileMatrixSets: the tiling schemes the service defines. */
+export const TileMatrixSetsSchema = Type.Object({
+  tileMatrixSets: Type.Array(Type.Object({ id: Type.String(), title: Type.String(), uri: Type.String(), links: Type.Array(LinkSchema) })),
+  links: Type.Array(LinkSchema)
 })
 
 /** How a mark standing for several small sources sums up an attribute, said after its description. */

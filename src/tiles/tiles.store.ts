@@ -4,7 +4,7 @@
 // PostGIS has no protobuf-c, so there the query gives the features in tile units and
 // mvt-encode.ts writes the same tile.
 import type { Kysely } from 'kysely'
-import type { Database } from '../db/database.js'
+import type { Database, Scope } from '../db/database.js'
 import type { Tile } from './tile-matrix.js'
 import { EXTENT } from './tile-matrix.js'
 import { encodeMvt } from './mvt-encode.js'
@@ -15,11 +15,19 @@ export interface TileStore {
   changes: (tile: Tile) => Promise<string>
   /** The MVT bytes (empty when no source is drawn) and the tile's changes as of those bytes. */
   tile: (input: TileInput) => Promise<{ mvt: Buffer, changes: string }>
+  /** West, south, east, north (CRS84) of the sources in a scope; null when it has none. */
+  extent: (scope: Scope) => Promise<Bbox | null>
 }
+
+export type Bbox = [number, number, number, number]
 
 const MIN_FEATURES = 100
 
-export function plainTileStore (db: Kysely<Database>, { maxBytes }: { maxBytes: number }): TileStore {
+/**
+ * `extent` is the sources store's (app.ts hands it over), so the extent is read as the
+ * collection's is, replicas included.
+ */
+export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { maxBytes: number, extent: TileStore['extent'] }): TileStore {
   let inPostgis: Promise<boolean> | undefined
   const draw = async (input: TileInput): Promise<{ mvt: Buffer, features: number, changes: string }> => {
     inPostgis ??= hasMvt(db)
@@ -34,6 +42,7 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes }: { maxBytes: 
     return { mvt: encodeMvt(rows, EXTENT), features: rows.length, changes }
   }
   return {
+    extent,
     changes: (tile) => tileChanges(db, tile),
     tile: async (input) => {
       let maxFeatures = input.maxFeatures

@@ -46,6 +46,8 @@ async function gdal (): Promise<void> {
   const run = (cmd: string, args: string[]) => {
     const r = spawnSync(cmd, args, { env, encoding: 'utf8', timeout: 120_000 })
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`)
+    // GDAL goes on after an ERROR (a rejected API document: it then filters on the client).
+    if (/ERROR/.test(r.stderr)) throw new Error(`${cmd} ${args.join(' ')} printed: ${r.stderr}`)
     return r.stdout
   }
   const source = `OAPIF:${service.base}/`
@@ -92,6 +94,41 @@ async function gdal (): Promise<void> {
     t.same([...where.keys()].sort(), expected)
   })
 
+  /** The items requests the service logged since `from`, decoded. */
+  const itemsRequested = (from: number): string[] => service.lines.slice(from).flatMap((line) => {
+    const url = (JSON.parse(line) as { req?: { url?: string } }).req?.url
+    return url?.startsWith('/collections/sources/items') === true ? [decodeURIComponent(url)] : []
+  })
+
+  t.test('-where feature_id = …: no ERROR, and the filter reaches the service as ?feature_id=', async (t) => {
+    const from = service.lines.length
+    t.same([...(await copy('feature-id', ['-where', "feature_id = 'a-7'"])).keys()], ['a-7'])
+    const urls = itemsRequested(from)
+    // GDAL reads one unfiltered page first, for the fields; then asks with the filter.
+    t.ok(urls.some((u) => u.includes('feature_id=a-7')), `asked with feature_id: ${urls.join(' ')}`)
+  })
+
+  t.test('the date case: a comparison on a date field is sent as datetime (the period); a CQL2 filter in the URL is exact', async (t) => {
+    // GDAL 3.6 sends start_at >= '2024/03/01' as datetime=2024-03-01T/.., whatever the date field:
+    // the sources whose period reaches past 1 March, those that started before it included.
+    let from = service.lines.length
+    const after = await copy('date', ['-where', "start_at >= '2024/03/01'"])
+    t.ok(itemsRequested(from).some((u) => u.includes('datetime=2024-03-01T/..')), 'sent as datetime')
+    t.same([...after.keys()].sort(), await sqlSet(sql`period && tstzrange('2024-03-01Z', NULL)`))
+    t.ok((await sqlSet(sql`lower(period) < '2024-03-01Z'`)).every((id) => after.has(id)), 'sources that started before March included')
+    // Exact: the filter in the connection URL, form-encoded as the service's next links are
+    // (GDAL adds the URL's parameters to every request unless the link already holds them).
+    from = service.lines.length
+    const query = new URLSearchParams({ filter: "start_at >= TIMESTAMP('2024-03-01T00:00:00Z')" }).toString()
+    const out = join(dir, 'date-cql2.geojson')
+    run('ogr2ogr', ['-f', 'GeoJSON', out, `OAPIF:${service.base}/collections/sources?${query}`, 'sources', '-oo', 'PAGE_SIZE=10'])
+    const fc = JSON.parse(await readFile(out, 'utf8')) as { features: Array<{ properties: { feature_id: string } }> }
+    const expected = await sqlSet(sql`lower(period) >= '2024-03-01Z'`)
+    t.ok(expected.length > 10, `more than a page (${expected.length})`)
+    t.same(fc.features.map((f) => f.properties.feature_id).sort(), expected)
+    t.ok(itemsRequested(from).every((u) => u.includes(decodeURIComponent(query))), 'filtered by the service')
+  })
+
   t.test('-where on other fields, with and without -spat: the sets of the equivalent SQL; what reached the service', async (t) => {
     const from = service.lines.length
     const cases: Array<[string, string[], ReturnType<typeof sql>]> = [
@@ -106,12 +143,9 @@ async function gdal (): Promise<void> {
       t.ok(expected.length > 0 && expected.length < 55, `${name}: a proper subset (${expected.length})`)
       t.same([...(await copy(name, args)).keys()].sort(), expected, name)
     }
-    // What GDAL 3.6 sent: the -where goes to the service as a CQL2 filter only if the client
-    // builds one from the conformance classes; otherwise GDAL filters the pages it reads.
-    const urls = service.lines.slice(from).flatMap((line) => {
-      const url = (JSON.parse(line) as { req?: { url?: string } }).req?.url
-      return url?.startsWith('/collections/sources/items') === true ? [decodeURIComponent(url)] : []
-    })
+    // What GDAL 3.6 sent: OR, LIKE, IN, NOT and comparisons of numbers are evaluated by GDAL
+    // on the pages it reads (it builds no CQL2); only -spat reaches the service.
+    const urls = itemsRequested(from)
     t.ok(urls.length > 0, 'the requests are in the log')
     t.comment(`GDAL ${run('ogrinfo', ['--version']).trim()} requested:\n${[...new Set(urls)].join('\n')}`)
     t.ok(urls.some((u) => u.includes('bbox=')), '-spat reaches the service as bbox')

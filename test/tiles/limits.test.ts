@@ -59,10 +59,10 @@ t.test('TILES_MAX_BYTES (512,000 by default): a tile over it is drawn with half 
   // 4,000 sources with 256-character feature ids: about 1.4 MB as one tile.
   await grid(tile, { prefix: 'heavy', cols: 80, rows: 50, size: 0.025, grow: 0.000001, idLength: 256 })
   const input = { tile: { z: tile[0], x: tile[1], y: tile[2] }, scope: { organisation: 'org-limits' }, filter: {}, maxFeatures: 10_000 }
-  const { mvt: whole } = await plainTileStore(db, { maxBytes: Number.MAX_SAFE_INTEGER }).tile(input)
+  const { mvt: whole } = await plainTileStore(db, { maxBytes: Number.MAX_SAFE_INTEGER, extent: async () => null }).tile(input)
   t.equal(decode(whole, tile).length, 4000, 'unbounded: all 4,000')
   t.ok(whole.length > 512_000, `unbounded: ${whole.length} bytes`)
-  const { mvt: bounded } = await plainTileStore(db, { maxBytes: 512_000 }).tile(input)
+  const { mvt: bounded } = await plainTileStore(db, { maxBytes: 512_000, extent: async () => null }).tile(input)
   t.ok(bounded.length <= 512_000, `bounded: ${bounded.length} bytes`)
   const kept = decode(bounded, tile)
   t.equal(kept.length, 1000, 'halved from what it held: 4,000, then 2,000 (still over), then 1,000')

@@ -7,7 +7,7 @@ import { sql } from 'kysely'
 import { Value } from '@sinclair/typebox/value'
 import { VectorTile } from '@mapbox/vector-tile'
 import { PbfReader as Pbf } from 'pbf'
-import { TileJsonSchema, TileSetSchema, TileSetsSchema } from '../../src/tiles/tiles.schema.js'
+import { TileJsonSchema, TileMatrixSetSchema, TileMatrixSetsSchema, TileSetSchema, TileSetsSchema } from '../../src/tiles/tiles.schema.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
 import { type Decoded, decode, tileOf, tileUrl } from './mvt.js'
 
@@ -53,10 +53,85 @@ t.test('tilesets list, tileset metadata, TileJSON and conformance', async (t) =>
   t.same(Object.keys((tj.json() as { vector_layers: Array<{ fields: object }> }).vector_layers[0]?.fields ?? {}).sort(),
     ['area_m2', 'conflict', 'count', 'end_at', 'feature_id', 'id', 'start_at'])
   const conformance = (await get('/conformance')).json() as { conformsTo: string[] }
-  for (const c of ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'mvt']) t.ok(conformance.conformsTo.includes(`http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`), c)
+  for (const c of ['core', 'tileset', 'tilesets-list', 'geodata-tilesets', 'tilematrixset', 'mvt']) t.ok(conformance.conformsTo.includes(`http://www.opengis.net/spec/ogcapi-tiles-1/1.0/conf/${c}`), c)
   const coll = (await get('/collections/sources', headers)).json() as { links: Array<{ rel: string, href: string }> }
   t.equal(coll.links.find((l) => l.rel === 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector')?.href, 'http://registry.example:8080/collections/sources/tiles')
   expectError(t, await app.inject({ method: 'GET', url: '/collections/sources/tiles/WebMercatorQuad/tilejson.json' }), 401, 'UNAUTHORIZED')
+})
+
+t.test('the tiling scheme: /tileMatrixSets and WebMercatorQuad as 2D-TMS 2.0, linked from the tileset', async (t) => {
+  const headers = { host: 'registry.example:8080' }
+  const list = await app.inject({ method: 'GET', url: '/tileMatrixSets', headers })
+  t.equal(list.statusCode, 200, 'public, as /conformance')
+  t.ok(Value.Check(TileMatrixSetsSchema, list.json()))
+  const self = (list.json() as { tileMatrixSets: Array<{ id: string, links: Array<{ href: string }> }> }).tileMatrixSets
+  t.same(self.map((s) => s.id), ['WebMercatorQuad'])
+  t.equal(self[0]?.links[0]?.href, 'http://registry.example:8080/tileMatrixSets/WebMercatorQuad')
+  const tms = await app.inject({ method: 'GET', url: '/tileMatrixSets/WebMercatorQuad', headers })
+  t.equal(tms.statusCode, 200)
+  t.ok(Value.Check(TileMatrixSetSchema, tms.json()))
+  const doc = tms.json() as { uri: string, crs: string, tileMatrices: Array<{ id: string, scaleDenominator: number, cellSize: number, pointOfOrigin: number[], matrixWidth: number, matrixHeight: number }> }
+  t.equal(doc.uri, 'http://www.opengis.net/def/tilematrixset/OGC/1.0/WebMercatorQuad')
+  t.equal(doc.crs, 'http://www.opengis.net/def/crs/EPSG/0/3857')
+  t.same(doc.tileMatrices.map((m) => m.id), Array.from({ length: 23 }, (_, z) => String(z)), 'zoom 0 to 22')
+  // OGC 2D-TMS 2.0 Annex D's WebMercatorQuad: level 0 and 22.
+  t.ok(Math.abs((doc.tileMatrices[0]?.scaleDenominator ?? 0) - 559082264.0287178) < 1e-6, 'scale denominator at 0')
+  t.ok(Math.abs((doc.tileMatrices[0]?.cellSize ?? 0) - 156543.0339280410) < 1e-9, 'cell size at 0')
+  t.ok(Math.abs((doc.tileMatrices[22]?.scaleDenominator ?? 0) - 133.2955989906115) < 1e-9, 'scale denominator at 22')
+  t.same(doc.tileMatrices[3]?.pointOfOrigin.map((v) => Math.round(v * 1e4) / 1e4), [-20037508.3428, 20037508.3428])
+  t.equal(doc.tileMatrices[3]?.matrixWidth, 8)
+  const set = (await get('/collections/sources/tiles/WebMercatorQuad', { ...editorA.headers, ...headers })).json() as { links: Array<{ rel: string, href: string }>, tileMatrixSetURI: string }
+  t.equal(set.links.find((l) => l.rel === 'http://www.opengis.net/def/rel/ogc/1.0/tiling-scheme')?.href, 'http://registry.example:8080/tileMatrixSets/WebMercatorQuad', 'the tileset links the definition served here')
+  t.equal(set.tileMatrixSetURI, doc.uri)
+})
+
+t.test('the tileset\'s boundingBox and TileJSON\'s bounds: where the caller\'s sources are', async (t) => {
+  const close = (a: number[] | undefined, b: number[]) => a !== undefined && a.length === b.length && a.every((v, i) => Math.abs(v - (b[i] as number)) < 1e-9)
+  // org-b has one source, 10.1–10.6 × 50.1–50.6.
+  const set = (await get('/collections/sources/tiles/WebMercatorQuad', editorB.headers)).json() as { boundingBox?: { lowerLeft: number[], upperRight: number[], crs: string } }
+  t.ok(close(set.boundingBox?.lowerLeft, [10.1, 50.1]) && close(set.boundingBox?.upperRight, [10.6, 50.6]), JSON.stringify(set.boundingBox))
+  t.equal(set.boundingBox?.crs, 'http://www.opengis.net/def/crs/OGC/1.3/CRS84')
+  const tjB = (await get('/collections/sources/tiles/WebMercatorQuad/tilejson.json', editorB.headers)).json() as { bounds: number[] }
+  t.ok(close(tjB.bounds, [10.1, 50.1, 10.6, 50.6]), `org-b: ${JSON.stringify(tjB.bounds)}`)
+  // org-a reaches both edges of the world and the pole: TileJSON keeps to Web Mercator's latitudes.
+  const tjA = (await get('/collections/sources/tiles/WebMercatorQuad/tilejson.json')).json() as { bounds: number[] }
+  t.ok(close(tjA.bounds, [-180, 0, 180, 85.0511287798066]), `org-a: ${JSON.stringify(tjA.bounds)}`)
+  const none = await session(ctx, 'viewer', 'org-empty')
+  const tjNone = (await get('/collections/sources/tiles/WebMercatorQuad/tilejson.json', none.headers)).json() as { bounds: number[] }
+  t.same(tjNone.bounds, [-180, -85.0511287798066, 180, 85.0511287798066], 'no sources: the world')
+  t.notOk('boundingBox' in ((await get('/collections/sources/tiles/WebMercatorQuad', none.headers)).json() as object), 'no sources: no boundingBox')
+})
+
+t.test('the z/x/y alias: the same tile with the column first; an empty tile is an MVT layer without features', async (t) => {
+  const [z, x, y] = tileOf(10.25, 50.25, 10)
+  const ogc = await get(tileUrl([z, x, y]))
+  const alias = await get(`/collections/sources/tiles/WebMercatorQuad/xyz/${z}/${x}/${y}.pbf`)
+  t.equal(alias.statusCode, 200)
+  t.equal(alias.headers['content-type'], 'application/vnd.mapbox-vector-tile')
+  t.same(alias.rawPayload, ogc.rawPayload, 'the bytes of the OGC path')
+  t.equal(alias.headers.etag, ogc.headers.etag, 'and its ETag')
+  t.equal((await get(`/collections/sources/tiles/WebMercatorQuad/xyz/${z}/${x}/${y}`, { ...editorA.headers, 'if-none-match': String(ogc.headers.etag) })).statusCode, 304)
+  const emptyOgc = await get('/collections/sources/tiles/WebMercatorQuad/10/0/0')
+  t.equal(emptyOgc.statusCode, 204, 'the OGC path keeps 204')
+  const empty = await get('/collections/sources/tiles/WebMercatorQuad/xyz/10/0/0.pbf')
+  t.equal(empty.statusCode, 200)
+  // Read field by field: @mapbox/vector-tile leaves out a layer without features.
+  interface Layer { name: string, version: number, extent: number, features: number }
+  const layers = new Pbf(empty.rawPayload).readFields((tag, acc: Layer[], pbf) => {
+    if (tag === 3) {
+      acc.push(pbf.readMessage((field, l: Layer, p) => {
+        if (field === 1) l.name = p.readString()
+        else if (field === 15) l.version = p.readVarint()
+        else if (field === 5) l.extent = p.readVarint()
+        else if (field === 2) { l.features++; p.skip(2) }
+      }, { name: '', version: 0, extent: 0, features: 0 }))
+    }
+  }, [])
+  t.same(layers, [{ name: 'sources', version: 2, extent: 4096, features: 0 }], 'one layer, "sources", MVT 2, extent 4096, no feature')
+  expectError(t, await get('/collections/sources/tiles/WebMercatorQuad/xyz/3/8/0.pbf'), 404, 'NOT_FOUND')
+  const bad = expectError(t, await get('/collections/sources/tiles/WebMercatorQuad/xyz/3/a/0.pbf'), 400, 'VALIDATION_FAILED')
+  t.equal(bad.details?.[0]?.pointer, '/x')
+  expectError(t, await app.inject({ method: 'GET', url: '/collections/sources/tiles/WebMercatorQuad/xyz/3/0/0.pbf' }), 401, 'UNAUTHORIZED')
 })
 
 t.test('a tile: one layer "sources", extent 4096, the attributes', async (t) => {
