@@ -3,7 +3,13 @@
 // page keeps in its URL hash (#map=z/lat/lon) and Leaflet's own projection, and the colour the
 // source tiles' canvases have there.
 /// <reference lib="dom" />
+import { existsSync } from 'node:fs'
 import type { Page } from 'puppeteer-core'
+
+/** Debian's Chromium (or CHROMIUM_PATH); undefined when missing, which skips a browser test outside CI. */
+export const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && existsSync(p))
+/** Why a browser test does not run here, or undefined when it must (CI installs Chromium and requires it). */
+export const NO_CHROMIUM = CHROMIUM === undefined && process.env.CI !== 'true' ? 'chromium is not installed (apt-get install chromium; .ci/run installs it)' : undefined
 
 export interface Pixel {
   x: number

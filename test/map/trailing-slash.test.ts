@@ -4,14 +4,13 @@
 // the service runs in its own process.
 /// <reference lib="dom" />
 import t from 'tap'
-import { existsSync } from 'node:fs'
 import puppeteer from 'puppeteer-core'
 import { openDatabase } from '../../src/db/open.js'
 import { addAccount, createDatabase, startService, targetConfig } from '../helper.js'
+import { CHROMIUM, NO_CHROMIUM } from './page.js'
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && existsSync(p))
-if (CHROMIUM === undefined && process.env.CI !== 'true') {
-  t.plan(0, 'chromium is not installed (apt-get install chromium; .ci/run installs it)')
+if (NO_CHROMIUM !== undefined) {
+  t.plan(0, NO_CHROMIUM)
 } else {
   await inBrowser(CHROMIUM ?? '/usr/bin/chromium')
 }

@@ -7,24 +7,22 @@
 // other browser test: the service runs in its own process beside the test's seeding connection.
 /// <reference lib="dom" />
 import t from 'tap'
-import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { sql } from 'kysely'
 import puppeteer, { type Browser, type Page } from 'puppeteer-core'
 import { openDatabase } from '../../src/db/open.js'
 import { addAccount, backend, createDatabase, startService, targetConfig } from '../helper.js'
-import { pixelAt, waitForPixel } from './page.js'
+import { CHROMIUM, NO_CHROMIUM, pixelAt, waitForPixel } from './page.js'
 
 const SOURCES = 100_000
 /** The centre of the one large source (0°–30° E, 70°–55° S). */
 const LARGE = [15, -62.5] as const
 /** "Within a few seconds", with room for a loaded 2-core CI machine. */
 const DRAWN_WITHIN_MS = 15_000
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && existsSync(p))
 if (backend === 'embedded') {
   t.plan(0, 'server backend only (npm run test:server): the service runs in its own process beside the seeding connection')
-} else if (CHROMIUM === undefined && process.env.CI !== 'true') {
-  t.plan(0, 'chromium is not installed (apt-get install chromium; .ci/run installs it)')
+} else if (NO_CHROMIUM !== undefined) {
+  t.plan(0, NO_CHROMIUM)
 } else {
   await inBrowser(CHROMIUM ?? '/usr/bin/chromium')
 }
