@@ -74,10 +74,10 @@ try {
   })
   log(`running the suite against the ${backend} backend`)
   code = await runTap(process.argv.slice(2), tapEnv)
-  // The sources tests once more on the plain path (DB_FAST_PATH=false): the fast layer must
-  // give the same answers. Only for a whole-suite run.
+  // The sources tests once more without batching (DB_FAST_PATH=false): the store must give the
+  // same answers both ways. Only for a whole-suite run.
   if (code === 0 && process.argv.length === 2) {
-    log(`running test/sources again on the plain path (DB_FAST_PATH=false), ${backend} backend`)
+    log(`running test/sources again without batching (DB_FAST_PATH=false), ${backend} backend`)
     code = await runTap(['--disable-coverage', 'test/sources'], { ...tapEnv, TEST_DB_FAST_PATH: 'false' })
   }
 } catch (err) {

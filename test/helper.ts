@@ -94,7 +94,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     DATA_DIR: './unused',
     ADMIN_ORG: 'default',
     DB_POOL_MAX: 5,
-    // `npm test` runs the sources tests a second time on the plain path (scripts/test.mjs).
+    // `npm test` runs the sources tests a second time without batching (scripts/test.mjs).
     DB_FAST_PATH: fastPath,
     DB_READS_IN_FLIGHT: 2,
     DB_WRITES_IN_FLIGHT: 2,
