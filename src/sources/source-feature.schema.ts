@@ -27,22 +27,22 @@ const PolygonOutSchema = Type.Object({
   coordinates: Type.Array(Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 3 }), { minItems: 4 }), { minItems: 1 })
 }, { additionalProperties: false })
 
-// Sent pre-serialised (featureText), so closed: a field the text carries that is not here is a
-// response outside the document.
-export const SourceFeatureSchema = Type.Object({
-  type: Type.Literal('Feature'),
-  id: SourceIdSchema,
-  geometry: PolygonOutSchema,
-  properties: propertiesSchema(false)
-}, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946).' })
+/**
+ * A source as a GeoJSON Feature, current or as a version held it (a version has no conflicts:
+ * they are not versioned). Sent pre-serialised (featureText), so closed: a field the text carries
+ * that is not here is a response outside the document.
+ */
+function featureSchema (isVersion: boolean, description: string) {
+  return Type.Object({
+    type: Type.Literal('Feature'),
+    id: SourceIdSchema,
+    geometry: PolygonOutSchema,
+    properties: propertiesSchema(isVersion)
+  }, { additionalProperties: false, description })
+}
 
-/** A source as one of its versions held it: no conflicts (they are not versioned). */
-export const VersionFeatureSchema = Type.Object({
-  type: Type.Literal('Feature'),
-  id: SourceIdSchema,
-  geometry: PolygonOutSchema,
-  properties: propertiesSchema(true)
-}, { additionalProperties: false, description: 'The source as this version held it (conflicts are not versioned).' })
+export const SourceFeatureSchema = featureSchema(false, 'A registered source as a GeoJSON Feature (RFC 7946).')
+export const VersionFeatureSchema = featureSchema(true, 'The source as this version held it (conflicts are not versioned).')
 
 export const SourceOrVersionSchema = Type.Union([SourceFeatureSchema, VersionFeatureSchema], { description: 'The source; with as_of, the version held then.' })
 
