@@ -14,6 +14,7 @@ import { collectRouteMethods } from './http/method-not-allowed.js'
 import { swaggerOptions } from './http/openapi.js'
 import openApiRoutes from './http/openapi.routes.js'
 import { sourceStore } from './sources/sources.store.js'
+import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
 import dbPlugin from './plugins/db.js'
 import authPlugin from './plugins/auth.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -33,6 +34,7 @@ import tokenRoutes from './accounts/token.routes.js'
 import oauthRoutes from './accounts/oauth.routes.js'
 import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
+import attributeSchemasRoutes from './sources/attribute-schemas.routes.js'
 import featuresRoutes from './features/features.routes.js'
 import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
@@ -137,8 +139,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(tokenRoutes, { accounts, throttle })
   await app.register(oauthRoutes, { config: section.auth })
   await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
-  await app.register(sourcesRoutes, { config: section.sources, store: sources })
-  await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE })
+  // The organisations' attribute schemas; CREATE INDEX CONCURRENTLY keeps writes going on a server (PGlite has one session anyway).
+  const schemas = attributeSchemaStore(db, { concurrentIndexes: section.database.DATABASE_URL !== undefined })
+  await app.register(sourcesRoutes, { config: section.sources, store: sources, schemas })
+  await app.register(attributeSchemasRoutes, { schemas })
+  await app.register(featuresRoutes, { config: section.sources, store: sources, schemas, conformance: TILES_CONFORMANCE })
   await app.register(tilesRoutes, {
     config: section.tiles,
     store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox }),

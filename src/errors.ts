@@ -26,6 +26,7 @@ export const ErrorStatus = {
   GONE: 410,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
+  ATTRIBUTES_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RANGE_NOT_SATISFIABLE: 416,
@@ -33,6 +34,7 @@ export const ErrorStatus = {
   INVALID_GEOMETRY: 422,
   DUPLICATE_FEATURE: 422,
   INVALID_DATA: 422,
+  ATTRIBUTES_INVALID: 422,
   INVALID_EXPIRY: 422,
   PRECONDITION_REQUIRED: 428,
   TOO_MANY_REQUESTS: 429,
@@ -81,7 +83,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with.',
   410: 'The source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions).',
   412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
-  413: 'The request body is over the size limit; the connection is closed after this answer.',
+  413: 'PAYLOAD_TOO_LARGE: the request body is over the size limit; the connection is closed after this answer. ATTRIBUTES_TOO_LARGE: a feature\'s attributes are over 16,384 bytes: `details` points at each.',
   414: 'A path segment is longer than any id of this service.',
   415: 'The request body\'s Content-Type is not one this operation reads.',
   416: 'The Range asked for lies outside the file.',
@@ -98,7 +100,7 @@ const RETRY_AFTER = header('Seconds to wait before retrying.')
 const ERROR_HEADERS: Partial<Record<ErrorHttpStatus, Record<string, HeaderDoc>>> = {
   401: { 'WWW-Authenticate': header('Bearer; on the operations that need a token, with realm="source-registry" and, when a token was sent, error="invalid_token" (RFC 6750).') },
   405: { Allow: header('The methods the path is served with.') },
-  413: { Connection: header('close') },
+  413: { Connection: header('close, for PAYLOAD_TOO_LARGE (the body was not read).') },
   429: {
     'Retry-After': RETRY_AFTER,
     'X-RateLimit-Limit': header('Requests allowed per window (the request rate limit; not sent for the login throttle).'),
@@ -109,7 +111,7 @@ const ERROR_HEADERS: Partial<Record<ErrorHttpStatus, Record<string, HeaderDoc>>>
 }
 
 // The statuses whose errors may point into the request.
-const WITH_DETAILS = new Set<number>([400, 409, 422])
+const WITH_DETAILS = new Set<number>([400, 409, 413, 422])
 
 function errorBodySchema (status: ErrorHttpStatus) {
   const codes = (Object.keys(ErrorStatus) as ErrorCode[]).filter((code) => ErrorStatus[code] === status)

@@ -334,8 +334,8 @@ COMMENT ON FUNCTION sources_conflict_pairs_write(text[]) IS
   'Writes the conflicting pairs of the sources with these ids in source_conflict_pairs, both directions, with the stored tolerance; returns the rows written. Used by the triggers on sources and by sources_recompute_conflicts; the caller takes the locks and removes the pairs these replace.';
 
 -- 6. The triggers, one statement at a time (transition tables). After an INSERT: the new rows'
---    pairs. After an UPDATE (plain SQL; the API never updates): the updated rows' pairs are
---    computed again, under the lock on everything, since their old and new places both matter.
+--    pairs. After an UPDATE that moves land (geometry, period or organisation): the updated rows' pairs
+--    are computed again, under the lock on everything, since their old and new places both matter.
 --    After a DELETE: both rows of each pair of a deleted source. After a TRUNCATE: all of them.
 CREATE OR REPLACE FUNCTION sources_conflicts_after_insert() RETURNS trigger
   LANGUAGE plpgsql
@@ -355,6 +355,12 @@ CREATE OR REPLACE FUNCTION sources_conflicts_after_update() RETURNS trigger
   SET jit = off
 AS $$
 BEGIN
+  -- A change of attributes alone moves no land: nothing to recompute, and no lock on everything.
+  IF NOT EXISTS (SELECT 1 FROM new_rows AS n JOIN old_rows AS o ON o.id = n.id
+                 WHERE n.geom IS DISTINCT FROM o.geom OR n.period IS DISTINCT FROM o.period OR n.organisation IS DISTINCT FROM o.organisation)
+     AND NOT EXISTS (SELECT n.id FROM new_rows AS n EXCEPT SELECT o.id FROM old_rows AS o) THEN
+    RETURN NULL;
+  END IF;
   PERFORM sources_conflict_lock_all();
   DELETE FROM source_conflict_pairs AS p
   USING source_conflict_pairs AS q, (SELECT id FROM old_rows UNION SELECT id FROM new_rows) AS o

@@ -39,17 +39,17 @@ COMMENT ON TABLE events IS 'Change events (CloudEvents 1.0 data), written by tri
 
 -- The data of the events, one definition each. SQL functions with one expression: the planner
 -- inlines them into the triggers' statements (STABLE, as jsonb_build_object is).
-CREATE OR REPLACE FUNCTION events_source_data(id text, feature_id text, period tstzrange, version integer) RETURNS jsonb
+CREATE OR REPLACE FUNCTION events_source_data(id text, feature_id text, period tstzrange, version integer, attributes jsonb) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN jsonb_build_object('id', id, 'feature_id', feature_id,
-  'start_at', events_utc(lower(period)), 'end_at', events_utc(upper(period)), 'version', version);
+  'start_at', events_utc(lower(period)), 'end_at', events_utc(upper(period)), 'version', version, 'attributes', attributes);
 
 CREATE OR REPLACE FUNCTION events_conflict_data(source_id text, other_id text, overlap_m2 double precision, overlap_ratio double precision, overlap_period tstzrange) RETURNS jsonb
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN jsonb_build_object('source_id', source_id, 'other_id', other_id, 'overlap_m2', overlap_m2, 'overlap_ratio', overlap_ratio,
   'start_at', events_utc(lower(overlap_period)), 'end_at', events_utc(upper(overlap_period)));
 
-COMMENT ON FUNCTION events_source_data(text, text, tstzrange, integer) IS 'The data of a source.* event: the source''s id, feature id, period and version.';
+COMMENT ON FUNCTION events_source_data(text, text, tstzrange, integer, jsonb) IS 'The data of a source.* event: the source''s id, feature id, period, version and attributes.';
 COMMENT ON FUNCTION events_conflict_data(text, text, double precision, double precision, tstzrange) IS 'The data of a conflict.* event: the two ids, overlap m², ratio and period.';
 
 -- One function per trigger, each with static SQL: PL/pgSQL plans a static statement once per
@@ -60,7 +60,7 @@ CREATE OR REPLACE FUNCTION events_sources_created() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.created', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
+  SELECT 'source.created', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version, r.attributes)
   FROM new_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -71,7 +71,7 @@ CREATE OR REPLACE FUNCTION events_sources_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.updated', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
+  SELECT 'source.updated', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version, r.attributes)
   FROM new_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;
@@ -84,7 +84,7 @@ CREATE OR REPLACE FUNCTION events_sources_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO events (type, subject, organisation, data)
-  SELECT 'source.deleted', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version)
+  SELECT 'source.deleted', r.id, r.organisation, events_source_data(r.id, r.feature_id, r.period, r.version, r.attributes)
   FROM old_rows AS r;
   IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
   RETURN NULL;

@@ -59,13 +59,13 @@ CREATE OR REPLACE FUNCTION sources_versions_record() RETURNS trigger
 AS $$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2)
-    SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at, o.area_m2
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2, attributes)
+    SELECT o.id, o.version + 1, 'delete', now(), sources_recorded_by(o.created_by), o.feature_id, o.organisation, o.created_by, o.geom, o.period, o.created_at, o.area_m2, o.attributes
     FROM old_rows AS o;
   ELSE
-    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2)
+    INSERT INTO source_versions (source_id, version, operation, recorded_at, recorded_by, feature_id, organisation, created_by, geom, period, created_at, area_m2, attributes)
     SELECT n.id, n.version, CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE 'update' END, now(), sources_recorded_by(n.created_by),
-      n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at, n.area_m2
+      n.feature_id, n.organisation, n.created_by, n.geom, n.period, n.created_at, n.area_m2, n.attributes
     FROM new_rows AS n;
   END IF;
   RETURN NULL;
@@ -89,10 +89,10 @@ COMMENT ON TRIGGER sources_versions_delete ON sources IS 'Records the deletion o
 --    unless that was its deletion. Columns as sources' own, so an analyst joins it like the table.
 CREATE OR REPLACE FUNCTION sources_as_of(at timestamptz)
   RETURNS TABLE (id text, feature_id text, organisation text, created_by uuid, geom geometry(Polygon, 4326),
-                 period tstzrange, created_at timestamptz, version integer, updated_at timestamptz)
+                 period tstzrange, created_at timestamptz, version integer, updated_at timestamptz, attributes jsonb)
   LANGUAGE sql STABLE
 AS $$
-  SELECT v.source_id, v.feature_id, v.organisation, v.created_by, v.geom, v.period, v.created_at, v.version, v.recorded_at
+  SELECT v.source_id, v.feature_id, v.organisation, v.created_by, v.geom, v.period, v.created_at, v.version, v.recorded_at, v.attributes
   FROM (SELECT DISTINCT ON (w.source_id) w.*
         FROM source_versions AS w
         WHERE w.recorded_at <= at

@@ -16,6 +16,8 @@ export const CONSTRAINTS: Record<string, ConstraintRule> = {
   sources_period_bounds: { code: 'INVALID_PERIOD', message: 'The period must include its start and exclude its end ([start_at, end_at)).' },
   sources_period_in_window: { code: 'INVALID_PERIOD', message: 'The period is outside the acceptable window.' },
   sources_feature_period_excl: { code: 'SOURCE_CONFLICT', message: 'A source with this feature id and an overlapping period already exists.' },
+  sources_attributes_size: { code: 'ATTRIBUTES_TOO_LARGE', message: 'The attributes are larger than 16,384 bytes of JSON text (sources_attributes_fit).' },
+  sources_attributes_object: { code: 'VALIDATION_FAILED', message: 'The attributes must be a JSON object.' },
   sources_feature_id_length: { code: 'VALIDATION_FAILED', message: 'The feature id must be 1 to 256 characters.' },
   accounts_email_lower_key: { code: 'ACCOUNT_EXISTS', message: 'An account with this e-mail already exists.' },
   accounts_email_format: { code: 'VALIDATION_FAILED', message: 'The e-mail is not an e-mail address.' },

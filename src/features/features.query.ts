@@ -7,6 +7,7 @@ import type { ListFilter, SortField } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
 import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
+import type { AttributeType } from '../sources/attribute-schemas.js'
 import type { FilterExpr } from '../sources/filter.sql.js'
 
 export const MAX_LIMIT = 10_000
@@ -65,7 +66,7 @@ function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
 }
 
 /** Parses the query; `details` is non-empty when anything is wrong (then the result is unused). */
-export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: ParsedItems, details: ErrorDetail[] } {
+export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean, declared: ReadonlyMap<string, AttributeType> = new Map()): { parsed: ParsedItems, details: ErrorDetail[] } {
   const details: ErrorDetail[] = []
   const filter: ListFilter = {}
   if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
@@ -76,7 +77,7 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
     else filter.organisation = q.organisation
   }
   const terms = queryableTerms(q, details)
-  const geometries = parseFilterParams(q, filter, details)
+  const geometries = parseFilterParams(q, filter, details, declared)
   if (terms.length > 0) filter.expr = { op: 'and', args: filter.expr === undefined ? terms : [...terms, filter.expr] }
   if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
 
@@ -97,13 +98,13 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
 }
 
 /** filter, filter-lang and filter-crs (OGC API – Features Part 3) into filter.expr; returns the WKT to validate. */
-function parseFilterParams (q: ItemsQuery, filter: ListFilter, details: ErrorDetail[]): string[] {
+function parseFilterParams (q: ItemsQuery, filter: ListFilter, details: ErrorDetail[], declared: ReadonlyMap<string, AttributeType>): string[] {
   const lang = q['filter-lang'] ?? 'cql2-text'
   if (!(FILTER_LANGS as readonly string[]).includes(lang)) details.push({ pointer: '?filter-lang', message: `must be ${FILTER_LANGS.join(' or ')}` })
   const crs = q['filter-crs']
   if (crs !== undefined && crs !== CRS84) details.push({ pointer: '?filter-crs', message: `must be ${CRS84}: the filter's geometries are longitude, latitude in CRS84, the only CRS served` })
   if (q.filter === undefined || details.some((d) => d.pointer.startsWith('?filter-'))) return []
-  const checked = checkFilter(q.filter, lang as typeof FILTER_LANGS[number])
+  const checked = checkFilter(q.filter, lang as typeof FILTER_LANGS[number], declared)
   if ('error' in checked) {
     details.push({ pointer: '?filter', message: checked.error })
     return []

@@ -26,6 +26,9 @@ import type { SourceStore } from '../sources/sources.store.js'
 import { decodeCursor, queryDigest } from './features.cursor.js'
 import { itemsBody } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
+import { ATTRIBUTE_PREFIX } from './filters/cql2.js'
+import type { AttributeType, DeclaredAttribute } from '../sources/attribute-schemas.js'
+import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
   QueryablesSchema
@@ -109,14 +112,28 @@ function collectionDoc (base: string, extent: SourcesExtent) {
   }
 }
 
+/** A declared attribute as a queryable: its JSON type (and format) and what the organisation says of it. */
+function attributeQueryable (a: DeclaredAttribute): Record<string, string> {
+  return {
+    title: a.title ?? a.name,
+    description: a.description ?? `The attribute ${a.name}, declared by your organisation.`,
+    ...(a.type === 'timestamp' ? { type: 'string', format: 'date-time' } : { type: a.type })
+  }
+}
+
 interface Options {
   config: SourcesConfig
   store: SourceStore
+  schemas: AttributeSchemaStore
   /** The conformance classes of the other modules (tiles'), declared beside these. */
   conformance: readonly string[]
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, conformance }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, schemas, conformance }) => {
+  /** The declared attributes of the caller's organisation (an admin's own), as a filter types them. */
+  const declaredOf = async (organisation: string): Promise<ReadonlyMap<string, AttributeType>> =>
+    new Map((await schemas.current(organisation))?.declared.map((a) => [a.name, a.type]) ?? [])
+
   const conformsTo = [...FEATURES_CONFORMANCE, ...conformance]
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
@@ -167,10 +184,17 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: SECURITY,
       response: { 200: sentAs('application/schema+json', PropertiesSchemaSchema, 'The JSON Schema (2020-12) of a source\'s properties.'), ...errorResponses(401, 429, 500, 503) }
     }
-  }, async (_request, reply) => {
-    // $schema and $id are members the response schema types as additional strings (PropertiesSchemaSchema).
+  }, async (request, reply) => {
+    // The organisation's declared attributes beside the service's properties (its view: an admin's own organisation's).
+    const declared = (await schemas.current(request.account.organisation))?.schema
+    const attributes = declared?.properties as Record<string, unknown> | undefined
+    // Sent as text: the response serializer would keep only the members its schema describes.
     const untyped: FastifyReply = reply
-    return untyped.type(SCHEMA_JSON).send({ $schema: 'https://json-schema.org/draft/2020-12/schema', $id: 'sources', ...PROPERTIES_DOCUMENT })
+    return untyped.type(SCHEMA_JSON).send(JSON.stringify({
+      $schema: 'https://json-schema.org/draft/2020-12/schema', $id: 'sources', ...PROPERTIES_DOCUMENT,
+      properties: { ...PROPERTIES_DOCUMENT.properties, ...attributes },
+      ...(declared?.required !== undefined ? { required: declared.required } : {})
+    }))
   })
 
   app.get('/collections/sources/queryables', {
@@ -190,8 +214,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       $id: `${baseOf(request)}/collections/sources/queryables`,
       type: 'object',
       title: 'sources',
-      description: 'The properties a filter on /collections/sources/items may name; no other is filterable.',
-      properties: QUERYABLE_PROPERTIES,
+      description: `The properties a filter on /collections/sources/items may name: the service's, and the attributes your organisation declared (PUT /organisations/{organisation}/attributes-schema). Any other attribute is named ${ATTRIBUTE_PREFIX}name and compared as the literal's type.`,
+      properties: { ...QUERYABLE_PROPERTIES, ...Object.fromEntries(((await schemas.current(request.account.organisation))?.declared ?? []).map((a) => [a.name, attributeQueryable(a)])) },
       additionalProperties: false
     }))
   })
@@ -213,7 +237,9 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request, reply) => {
     negotiate(request)
     const account = request.account
-    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all')
+    // A filter may name the organisation's declared attributes: read only when there is a filter.
+    const declared = request.query.filter === undefined ? undefined : await declaredOf(account.organisation)
+    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all', declared)
     // What a cursor is bound to; hashed only when a cursor is read or written.
     const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
@@ -296,7 +322,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
+    const created = await createSources(store, schemas, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -314,7 +340,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -329,7 +355,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

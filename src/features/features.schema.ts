@@ -50,11 +50,13 @@ export const PropertiesSchemaSchema = Type.Object({
   title: Type.String(),
   type: Type.Literal('object'),
   properties: Type.Record(Type.String(), Type.Object({
-    type: Type.String(),
+    type: Type.Optional(Type.Unknown()),
     format: Type.Optional(Type.String()),
     description: Type.Optional(Type.String())
-  }, { additionalProperties: false }))
-}, { additionalProperties: Type.String(), description: 'A JSON Schema (2020-12): $schema, $id, title, type, properties.' })
+  }, { additionalProperties: true, description: 'The service\'s properties (type, format, description), then the attributes your organisation declared, each schema as declared.' })),
+  required: Type.Optional(Type.Array(Type.String(), { description: 'The attributes your organisation\'s schema requires.' })),
+  additionalProperties: Type.Optional(Type.Boolean({ description: 'true: any other attribute is kept.' }))
+}, { additionalProperties: Type.String(), description: 'A JSON Schema (2020-12): $schema, $id, title, type, properties, and the declared attributes.' })
 
 const param = (description: string) => Type.Optional(Type.String({ description }))
 

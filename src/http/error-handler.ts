@@ -108,7 +108,7 @@ function bodyOf (err: FastifyError | ApiError | Error, request: FastifyRequest, 
 export function errorHandler (err: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply): void {
   const headers: Record<string, string> = {}
   const body = bodyOf(err, request, headers)
-  if (body.status === 413) {
+  if (body.code === 'PAYLOAD_TOO_LARGE') {
     // The body was not read: close the connection, but only once the client has had the answer.
     headers.connection = 'close'
     lingerBeforeClose(request.raw.socket)

@@ -23,12 +23,17 @@ export type ScalarProperty = string
 /** A queryable of type timestamp. */
 export type InstantProperty = string
 
-/** A scalar operand: a property, or a literal (a timestamp as RFC 3339 UTC text). */
-export type Scalar = { property: ScalarProperty } | { text: string } | { number: number } | { timestamp: string } | { boolean: boolean }
+/**
+ * An attribute as one type (sql/functions/attributes.sql's sources_attribute_*): an organisation's
+ * declared attribute, or `properties.name` typed by what it is compared with.
+ */
+export type AttributeOperand = { attribute: string, as: 'string' | 'number' | 'boolean' | 'timestamp' }
+/** A scalar operand: a property, an attribute, or a literal (a timestamp as RFC 3339 UTC text). */
+export type Scalar = { property: ScalarProperty } | AttributeOperand | { text: string } | { number: number } | { timestamp: string } | { boolean: boolean }
 /** A geometry operand: the source's area, WKT in CRS84, or a BBOX as boxes (two across the antimeridian). */
 export type Geom = { property: string } | { wkt: string } | { boxes: SearchBox[] }
-/** An instant: a property, or a timestamp (or '-infinity' / 'infinity' for an open end). */
-export type Instant = { property: InstantProperty } | { timestamp: string }
+/** An instant: a property, a timestamp attribute, or a timestamp (or '-infinity' / 'infinity' for an open end). */
+export type Instant = { property: InstantProperty } | AttributeOperand | { timestamp: string }
 /** A temporal operand: an instant, or a closed interval [begin, end]. */
 export type Temporal = { at: Instant } | { begin: Instant, end: Instant }
 
@@ -50,14 +55,23 @@ export type FilterExpr =
   | { op: 'temporal', relation: TemporalRelation, args: [Temporal, Temporal] }
 
 /** The keys of a FilterExpr whose string values are its shape rather than parameters. */
-export const FILTER_SHAPE_KEYS = ['op', 'cmp', 'relation', 'property']
+export const FILTER_SHAPE_KEYS = ['op', 'cmp', 'relation', 'property', 'attribute', 'as']
 
 /** The row a filter tests: the `sources` relation of a listing. */
 const ROW = sourceRow('sources')
 const CONFLICT = valueOf('conflict', ROW) as RawBuilder<boolean>
 
+const ATTRIBUTE_FUNCTIONS: Record<AttributeOperand['as'], string> = {
+  string: 'sources_attribute_text', number: 'sources_attribute_number', boolean: 'sources_attribute_boolean', timestamp: 'sources_attribute_timestamp'
+}
+
+/** An attribute's value as its type; the name is a literal, as in the index of a declared attribute (attribute-schemas.repository.ts). */
+export const attributeValue = (a: AttributeOperand, attributes: RawBuilder<unknown> = ROW.attributes): RawBuilder<unknown> =>
+  sql`${sql.raw(ATTRIBUTE_FUNCTIONS[a.as])}(${attributes}, ${sql.lit(a.attribute)})`
+
 function scalar (s: Scalar): RawBuilder<unknown> {
   if ('property' in s) return valueOf(s.property, ROW)
+  if ('attribute' in s) return attributeValue(s)
   if ('text' in s) return sql`${s.text}::text`
   if ('number' in s) return sql`${s.number}::float8`
   if ('timestamp' in s) return sql`${s.timestamp}::timestamptz`
@@ -103,7 +117,7 @@ function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox
   return sql<boolean>`(${ROW.geom} && ${literal} AND ${exact})`
 }
 
-const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? valueOf(i.property, ROW) : sql`${i.timestamp}::timestamptz`
+const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? valueOf(i.property, ROW) : 'attribute' in i ? attributeValue(i) : sql`${i.timestamp}::timestamptz`
 const bounds = (t: Temporal): [Instant, Instant] => 'at' in t ? [t.at, t.at] : [t.begin, t.end]
 
 /**
@@ -129,7 +143,7 @@ const TEMPORAL: Record<TemporalRelation, (b1: RawBuilder<unknown>, e1: RawBuilde
 }
 
 const isPeriod = (t: Temporal): boolean => 'begin' in t && 'property' in t.begin && t.begin.property === 'start_at' && 'property' in t.end && t.end.property === 'end_at'
-const isConstant = (t: Temporal): boolean => bounds(t).every((i) => !('property' in i))
+const isConstant = (t: Temporal): boolean => bounds(t).every((i) => 'timestamp' in i)
 
 function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal]): RawBuilder<boolean> {
   const [b1, e1] = bounds(t1).map(instant) as [RawBuilder<unknown>, RawBuilder<unknown>]
@@ -171,6 +185,8 @@ export function filterSql (e: FilterExpr, intersectsBox: (box: SearchBox) => Raw
     case 'in':
       return sql<boolean>`(${scalar(e.value)} IN (${sql.join(e.list.map(scalar))}))`
     case 'isNull':
+      // An attribute is null when absent or JSON null, whatever its declared type.
+      if ('attribute' in e.arg) return sql<boolean>`(coalesce(${ROW.attributes} -> ${sql.lit(e.arg.attribute)}, 'null'::jsonb) = 'null'::jsonb)`
       return sql<boolean>`(${scalar(e.arg)} IS NULL)`
     case 'spatial':
       return spatial(e.relation, e.args, intersectsBox)

@@ -4,6 +4,7 @@
 // twice with overlapping periods) is 422. ST_IsValid and the period window are checked by the
 // database's constraints.
 import type { ErrorDetail } from '../errors.js'
+import { attributesOf } from './attributes.js'
 import { type ParsedDateTime, parseDateTime } from './datetime.js'
 import type { FeatureCollection } from './sources.schema.js'
 
@@ -16,11 +17,13 @@ export interface ValidFeature {
   /** Normalised ISO 8601 with explicit offset, microsecond precision: safe to cast to timestamptz. */
   startAt: string
   endAt: string
+  /** The attributes as JSON text of an object (attributes.ts). */
+  attributes: string
 }
 
 export type CheckResult =
   | { ok: true, features: ValidFeature[] }
-  | { ok: false, code: 'INVALID_GEOJSON' | 'INVALID_PERIOD' | 'DUPLICATE_FEATURE', details: ErrorDetail[] }
+  | { ok: false, code: 'INVALID_GEOJSON' | 'ATTRIBUTES_TOO_LARGE' | 'INVALID_PERIOD' | 'DUPLICATE_FEATURE', details: ErrorDetail[] }
 
 const MAX_DETAILS = 100
 
@@ -48,11 +51,12 @@ export function checkRings (rings: number[][][], base: string, details: ErrorDet
 
 /**
  * Checks every feature of an already schema-valid FeatureCollection. All 400 problems are
- * reported before any 422 one: a request with both gets 400.
+ * reported before any 413 (attributes too large) and 422 one: a request with both gets 400.
  */
 export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
   const structural: ErrorDetail[] = []
   const unprocessable: ErrorDetail[] = []
+  const tooLarge: ErrorDetail[] = []
   const checked: ValidFeature[] = []
   const periods: Array<{ start: number, end: number }> = []
   // Collections tend to repeat the same few date-times: each distinct one is parsed once.
@@ -74,20 +78,24 @@ export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
     checkRings(rings, `/features/${index}/geometry/coordinates`, ringProblems)
     structural.push(...ringProblems.map((d) => ({ ...d, ...where })))
 
+    const attributes = attributesOf(feature.properties as Record<string, unknown>, `/features/${index}/properties`)
+    if ('details' in attributes) (attributes.tooLarge ? tooLarge : structural).push(...attributes.details.map((d) => ({ ...d, ...where })))
+
     const start = parseDate(feature.properties.start_at)
     const end = parseDate(feature.properties.end_at)
     if (typeof start === 'string') structural.push({ pointer: `/features/${index}/properties/start_at`, message: `start_at ${start}`, ...where })
     if (typeof end === 'string') structural.push({ pointer: `/features/${index}/properties/end_at`, message: `end_at ${end}`, ...where })
-    if (structural.length > before || typeof start === 'string' || typeof end === 'string') return
+    if (structural.length > before || typeof start === 'string' || typeof end === 'string' || !('text' in attributes)) return
 
     if (start.epochMicros >= end.epochMicros) {
       unprocessable.push({ pointer: `/features/${index}/properties`, message: `start_at (${feature.properties.start_at}) must be strictly before end_at (${feature.properties.end_at})`, ...where })
     }
     periods[index] = { start: start.epochMicros, end: end.epochMicros }
-    checked.push({ index, featureId: feature.id, rings, startAt: start.iso, endAt: end.iso })
+    checked.push({ index, featureId: feature.id, rings, startAt: start.iso, endAt: end.iso, attributes: attributes.text })
   })
 
   if (structural.length > 0) return { ok: false, code: 'INVALID_GEOJSON', details: structural.slice(0, MAX_DETAILS) }
+  if (tooLarge.length > 0) return { ok: false, code: 'ATTRIBUTES_TOO_LARGE', details: tooLarge.slice(0, MAX_DETAILS) }
   if (unprocessable.length > 0) return { ok: false, code: 'INVALID_PERIOD', details: unprocessable.slice(0, MAX_DETAILS) }
 
   // The same client id twice in one request with overlapping periods would violate the

@@ -1,10 +1,11 @@
 // Why the database rejected a collection, per feature: after an INSERT fails on a constraint of
 // `sources`, diagnoseSources evaluates each rule for each feature, and this turns the answer into
-// a 409 (feature id and period already registered) or 422 (invalid polygon, period outside the
-// window) with a JSON pointer per offending feature. And, for schema failures, which feature a
+// a 409 (feature id and period already registered), 413 (attributes too large) or 422 (invalid
+// polygon, period outside the window) with a JSON pointer per offending feature. And, for schema failures, which feature a
 // pointer is in.
 import { ApiError, type ErrorDetail, summarise } from '../errors.js'
 import { classifyDbError } from '../db/errors.js'
+import { tooLargeMessage } from './attributes.js'
 import type { NewSource, SourceDiagnosis } from './sources.repository.js'
 
 /** For a pointer into a FeatureCollection, the feature's index and client id, so errors name both. */
@@ -41,6 +42,16 @@ export async function explainRejection (err: unknown, sources: NewSource[], diag
     return new ApiError('SOURCE_CONFLICT', first !== undefined
       ? `A source with this feature id and an overlapping period already exists: ${first.existing_id as string}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}.`
       : rule.message, { details })
+  }
+
+  if (rule.code === 'ATTRIBUTES_TOO_LARGE') {
+    const details: ErrorDetail[] = diagnoses.filter((d) => d.attributesBytes !== null).map((d) => ({
+      pointer: `/features/${d.index}/properties`,
+      message: tooLargeMessage(d.attributesBytes as number, 'PostgreSQL writes their JSON text'),
+      feature_index: d.index,
+      feature_id: featureIdOf(d.index)
+    }))
+    return details.length === 0 ? err : new ApiError('ATTRIBUTES_TOO_LARGE', summarise(details), { details })
   }
 
   const geometry: ErrorDetail[] = diagnoses.filter((d) => !d.valid).map((d) => ({

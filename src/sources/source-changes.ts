@@ -12,9 +12,13 @@ import { mergePatch } from '../http/merge-patch.js'
 import { OUT_OF_RANGE, isOutOfRange } from '../http/validation.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { parseDateTime } from './datetime.js'
+import { violations } from './attribute-schemas.js'
+import type { AttributeSchemaStore } from './attribute-schemas.store.js'
+import { attributesOf } from './attributes.js'
 import { checkFeatureCollection, checkRings } from './geojson.js'
 import { explainRejection } from './rejections.js'
 import { etagOf, versionFeature } from './source-feature.js'
+import { RESERVED_NAMES } from './source-properties.js'
 import { newSourceIds } from './source-id.js'
 import { PolygonSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection, type FeatureInput } from './sources.schema.js'
 import type { VersionsResponse } from './source-feature.schema.js'
@@ -47,8 +51,9 @@ const invalid = (details: ErrorDetail[]): ApiError => new ApiError('INVALID_GEOJ
 
 /**
  * What a merge patch changes, checked without the stored source: the members it may name (type,
- * geometry, properties.start_at and end_at; never id, organisation or anything else: 400), the
- * polygon and date-times it gives, checked as POST checks them. What needs the stored source
+ * geometry, properties; never id or anything else: 400), the polygon, date-times and attributes
+ * it gives, checked as POST checks them (the attributes merged into the stored ones in the
+ * database, RFC 7396 again, recursively). What needs the stored source
  * too (a start_at after the stored end_at) the database refuses, and `patch` then explains.
  */
 export function patchEdit (patch: unknown): SourceEdit {
@@ -78,10 +83,12 @@ export function patchEdit (patch: unknown): SourceEdit {
         details.push({ pointer: '/properties', message: value === null ? 'the properties cannot be removed' : 'must be an object' })
         continue
       }
+      const attributes: Record<string, unknown> = {}
       for (const [name, text] of Object.entries(value)) {
         const pointer = `/properties/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`
         if (name !== 'start_at' && name !== 'end_at') {
-          details.push({ pointer, message: `"${name}" cannot be patched: only start_at and end_at can` })
+          // The service's other properties are read-only (attributesOf leaves them out); the rest are attributes, merged by RFC 7396.
+          attributes[name] = text
         } else if (typeof text !== 'string' || text.length === 0 || text.length > 64) {
           details.push({ pointer, message: text === null ? `${name} cannot be removed` : `${name} must be a date-time string` })
         } else {
@@ -91,10 +98,17 @@ export function patchEdit (patch: unknown): SourceEdit {
           else edit.endAt = parsed.iso
         }
       }
+      const checked = attributesOf(attributes, '/properties')
+      if ('details' in checked) {
+        if (checked.tooLarge) throw new ApiError('ATTRIBUTES_TOO_LARGE', summarise(checked.details), { details: checked.details })
+        details.push(...checked.details)
+      } else if (checked.text !== '{}') {
+        edit.attributesPatch = checked.text
+      }
     } else {
       details.push({
         pointer: `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`,
-        message: key === 'id' ? 'the client feature id cannot be patched (PUT replaces it)' : `"${key}" cannot be patched: only geometry and properties.start_at, properties.end_at can`
+        message: key === 'id' ? 'the client feature id cannot be patched (PUT replaces it)' : `"${key}" cannot be patched: only geometry and properties can`
       })
     }
   }
@@ -106,11 +120,10 @@ export function patchEdit (patch: unknown): SourceEdit {
   return edit
 }
 
-/** The source as the Feature a PUT would send: what a merge patch applies to. */
+/** The source as the Feature a PUT would send: what a merge patch applies to (its read-only properties are ignored as PUT ignores them). */
 function asInput (row: SourceRow): FeatureInput {
-  const feature = JSON.parse(row.feature) as { geometry: FeatureInput['geometry'], properties: { feature_id: string, start_at: string, end_at: string } }
-  const { feature_id: featureId, start_at: startAt, end_at: endAt } = feature.properties
-  return { type: 'Feature', id: featureId, properties: { start_at: startAt, end_at: endAt }, geometry: feature.geometry }
+  const feature = JSON.parse(row.feature) as { geometry: FeatureInput['geometry'], properties: FeatureInput['properties'] & { feature_id: string } }
+  return { type: 'Feature', id: feature.properties.feature_id, properties: feature.properties, geometry: feature.geometry }
 }
 
 const stale = (version: number): ApiError => new ApiError('PRECONDITION_FAILED',
@@ -150,10 +163,16 @@ export type Created = { status: 200, body: DryRunResponse } | { status: 201, bod
  * to answer.
  */
 export async function createSources (
-  store: SourceStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>
+  store: SourceStore, schemas: AttributeSchemaStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>
 ): Promise<Created> {
   const checked = checkFeatureCollection(fc)
   if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
+  const schema = await schemas.current(owner.organisation)
+  if (schema !== undefined) {
+    const details = checked.features.flatMap((f) => violations(schema, JSON.parse(f.attributes), `/features/${f.index}/properties`)
+      .map((d) => ({ ...d, feature_index: f.index, feature_id: f.featureId })))
+    if (details.length > 0) throw invalidAttributes(details)
+  }
   const ids = newSourceIds(checked.features.length)
   const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
   const insert = { owner, sources }
@@ -196,8 +215,13 @@ export async function createSources (
  * PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the versions If-Match
  * named (undefined: any; 412/404/410; 409 on a feature id clash).
  */
-export async function replace (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput): Promise<SourceRow> {
+export async function replace (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput): Promise<SourceRow> {
   const source = checkFeature(feature, id)
+  const schema = await schemas.current(await organisationOf(store, actor, id))
+  if (schema !== undefined) {
+    const details = violations(schema, JSON.parse(source.attributes), '/properties')
+    if (details.length > 0) throw invalidAttributes(details)
+  }
   let row: SourceRow | undefined
   try {
     row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, source)
@@ -213,17 +237,52 @@ export async function replace (store: SourceStore, actor: Actor, id: string, ver
  * stored source at the versions If-Match named. When the database refuses the result, the stored
  * source is read, the patch merged into it and the whole checked as PUT's body, which says why.
  */
-export async function patch (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown): Promise<SourceRow> {
+export async function patch (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown): Promise<SourceRow> {
   const edit = patchEdit(body)
+  // Under a declared schema the merged attributes are checked first, then written at the version
+  // they were merged into (If-Match: * too), so that what was checked is what is stored.
+  let guard = versions
+  if (edit.attributesPatch !== undefined) {
+    const schema = await schemas.current(await organisationOf(store, actor, id))
+    if (schema !== undefined) {
+      const current = await store.find(id, actor.scope)
+      if (current === undefined) throw await missing(store, id, actor.scope)
+      if (versions !== undefined && !versions.includes(current.version)) throw stale(current.version)
+      const merged = mergePatch(attributesOfRow(current), JSON.parse(edit.attributesPatch))
+      const details = violations(schema, merged, '/properties')
+      if (details.length > 0) throw invalidAttributes(details)
+      guard = versions === undefined ? [current.version] : versions.filter((v) => v === current.version)
+    }
+  }
   let row: SourceRow | undefined
   try {
-    row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, edit)
+    row = await store.update({ id, scope: actor.scope, versions: guard, by: actor.by }, edit)
   } catch (err) {
     throw await refused(store, err, id, actor.scope, (current) => checkFeature(mergePatch(asInput(current), body) as FeatureInput, id))
   }
-  if (row === undefined) throw await unchanged(store, id, actor.scope)
+  if (row === undefined) {
+    // If-Match: * whose version changed between the check and the write: check again.
+    if (versions === undefined && guard !== undefined) return await patch(store, schemas, actor, id, versions, body)
+    throw await unchanged(store, id, actor.scope)
+  }
   return row
 }
+
+/** The organisation whose schema applies to a change: the caller's, or for an admin the source's (404 when there is none). */
+async function organisationOf (store: SourceStore, actor: Actor, id: string): Promise<string> {
+  if (actor.scope !== 'all') return actor.scope.organisation
+  const row = await store.find(id, 'all')
+  if (row === undefined) throw await missing(store, id, 'all')
+  return row.organisation
+}
+
+/** A stored source's attributes: its Feature's properties but the service's own. */
+function attributesOfRow (row: SourceRow): Record<string, unknown> {
+  const { properties } = JSON.parse(row.feature) as { properties: Record<string, unknown> }
+  return Object.fromEntries(Object.entries(properties).filter(([name]) => !RESERVED_NAMES.has(name)))
+}
+
+const invalidAttributes = (details: ErrorDetail[]): ApiError => new ApiError('ATTRIBUTES_INVALID', summarise(details), { details: details.slice(0, 100) })
 
 /** DELETE at the versions If-Match named (undefined: any); the version the deletion is. */
 export async function remove (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined): Promise<number> {

@@ -19,7 +19,10 @@ function schemaOf (p: SourceProperty): TSchema {
 
 function propertiesSchema (isVersion: boolean) {
   const shown = propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned))
-  return Type.Object(Object.fromEntries(shown.map(([name, p]) => [name, p.returned === 'optional' ? Type.Optional(schemaOf(p)) : schemaOf(p)])), { additionalProperties: false })
+  // Beside the service's members, the client's attributes (attributes.ts), any JSON value each.
+  return Type.Object(Object.fromEntries(shown.map(([name, p]) => [name, p.returned === 'optional' ? Type.Optional(schemaOf(p)) : schemaOf(p)])), {
+    additionalProperties: true, description: 'The service\'s properties, then the client\'s attributes: every other member of the properties it sent, as sent.'
+  })
 }
 
 const PolygonOutSchema = Type.Object({

@@ -29,6 +29,8 @@ export interface SourceColumns {
   updatedAt: RawBuilder<unknown>
   version: RawBuilder<unknown>
   areaM2: RawBuilder<unknown>
+  /** The client's attributes, a jsonb object (sql/025_source_attributes.sql). */
+  attributes: RawBuilder<unknown>
 }
 
 /** The conflicts a read joins once per row (conflictsJoin): their list as JSON text (null: none) and the total beyond CONFLICTS_LISTED. */
@@ -152,7 +154,7 @@ export function sourceRow (alias: string): SourceColumns {
   const col = (name: string) => sql.ref(`${alias}.${name}`)
   return {
     id: col('id'), featureId: col('feature_id'), organisation: col('organisation'), geom: col('geom'), period: col('period'),
-    createdAt: col('created_at'), updatedAt: col('updated_at'), version: col('version'), areaM2: col('area_m2')
+    createdAt: col('created_at'), updatedAt: col('updated_at'), version: col('version'), areaM2: col('area_m2'), attributes: col('attributes')
   }
 }
 
@@ -219,7 +221,25 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
     return sql`${key} || ${json}`
   })
   return sql<string>`'{"type":"Feature","id":' || to_json(${c.id}) || ',"geometry":' || ${stAsGeoJson(c.geom)}
-    || ',"properties":{' || ${sql.join(members, sql` || `)} || '}}'`
+    || ',"properties":{' || ${sql.join(members, sql` || `)} || ${attributesText(c.attributes)} || '}}'`
+}
+
+/**
+ * The names a client cannot use for an attribute: the properties the service returns. Sent in a
+ * Feature they are the service's (start_at, end_at) or ignored (the rest: read-only), so a
+ * Feature read from the service posts again as it is (attributes.ts).
+ */
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(propertiesWhere((p) => p.returned !== false).map(([name]) => name))
+
+/**
+ * The attributes' members, after the service's, as JSON text (',' and the object's members, or
+ * ''). A name the registry came to return after an attribute of that name was stored is left out:
+ * the Feature never holds a name twice.
+ */
+function attributesText (attributes: RawBuilder<unknown>): RawBuilder<string> {
+  const kept = sql`(${attributes} - ${sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)}::text[])`
+  // The object's text without its braces ('' when nothing is left), the jsonb computed once.
+  return sql<string>`CASE WHEN ${attributes} = '{}'::jsonb THEN '' ELSE coalesce(nullif(',' || left(substr(${kept}::text, 2), -1), ','), '') END`
 }
 
 /** The JSON Schema format of a property in the schema and queryables documents. */
@@ -235,7 +255,9 @@ export const PROPERTIES_DOCUMENT = {
   title: 'sources',
   type: 'object' as const,
   properties: Object.fromEntries(propertiesWhere((p) => p.returned !== false).map(([name, p]) =>
-    [name, { ...jsonTypeOf(p), ...formatOf(p), description: p.description }]))
+    [name, { ...jsonTypeOf(p), ...formatOf(p), description: p.description }])),
+  // The client's attributes, any JSON value each (attributes.ts).
+  additionalProperties: true
 }
 
 /** The queryables (OGC API – Features Part 3), each as a filter sees it. */

@@ -47,8 +47,9 @@ function unnestSources (sources: NewSource[]) {
     unnest(${sources.map((s) => s.featureId)}::text[]),
     ST_Dump(${multiPolygonEwkb(sources.map((s) => s.rings))}::bytea::geometry),
     unnest(${sources.map((s) => s.startAt)}::timestamptz[]),
-    unnest(${sources.map((s) => s.endAt)}::timestamptz[])
-  ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`
+    unnest(${sources.map((s) => s.endAt)}::timestamptz[]),
+    unnest(${sources.map((s) => s.attributes)}::jsonb[])
+  ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, attributes, ord)`
 }
 
 /** Inserts the sources of one or more requests in one statement, each row with its own owner. */
@@ -58,8 +59,8 @@ export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<v
   // The history names each row's creating account (sources_recorded_by's '@created_by').
   await sql`
     WITH writer AS (SELECT set_config('source_registry.account', '@created_by', true) AS who)
-    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
-    SELECT t.id, t.feature_id, o.organisation, o.created_by, t.geom, tstzrange(t.start_at, t.end_at, '[)')
+    INSERT INTO sources (id, feature_id, organisation, created_by, geom, period, attributes)
+    SELECT t.id, t.feature_id, o.organisation, o.created_by, t.geom, tstzrange(t.start_at, t.end_at, '[)'), t.attributes
     FROM writer, ${unnestSources(all)}
     JOIN ROWS FROM (
       unnest(${owners.map((o) => o.organisation)}::text[]),
@@ -116,13 +117,15 @@ export interface SourceDiagnosis {
   existingId: string | null
   windowStart: string
   windowEnd: string
+  /** The attributes' size as PostgreSQL writes their text, when over sources_attributes_fit's limit (else null). */
+  attributesBytes: number | null
 }
 
 /** Per feature, what the constraints of `sources` say about it (run after an INSERT was rejected). */
 export async function diagnoseSources (db: Db, organisation: string, sources: NewSource[]): Promise<SourceDiagnosis[]> {
   const { rows } = await sql<{
     ord: string, valid: boolean, reason: string | null, x: number | null, y: number | null, ring: number | null,
-    in_window: boolean, existing_id: string | null, window_start: string, window_end: string
+    in_window: boolean, existing_id: string | null, window_start: string, window_end: string, attributes_bytes: number | null
   }>`
     SELECT t.ord, v.valid, v.reason, ST_X(v.location) AS x, ST_Y(v.location) AS y,
       CASE WHEN v.location IS NOT NULL THEN (
@@ -134,7 +137,8 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
           AND s.period && tstzrange(t.start_at, t.end_at, '[)')
         ORDER BY s.created_at LIMIT 1) AS existing_id,
       ${isoUtc(rangeLower(sql`sources_period_window()`))} AS window_start,
-      ${isoUtc(rangeUpper(sql`sources_period_window()`))} AS window_end
+      ${isoUtc(rangeUpper(sql`sources_period_window()`))} AS window_end,
+      CASE WHEN NOT sources_attributes_fit(t.attributes) THEN octet_length(t.attributes::text) END AS attributes_bytes
     FROM ${unnestSources(sources)}
     CROSS JOIN LATERAL ST_IsValidDetail(t.geom) AS v
     ORDER BY t.ord`.execute(db)
@@ -147,7 +151,8 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
     inWindow: r.in_window,
     existingId: r.existing_id,
     windowStart: r.window_start,
-    windowEnd: r.window_end
+    windowEnd: r.window_end,
+    attributesBytes: r.attributes_bytes
   }))
 }
 
@@ -181,8 +186,12 @@ export async function findSourceById (db: Db, id: string, scope: Scope): Promise
  */
 export interface SourceChange { id: string, scope: Scope, versions: number[] | undefined, by: string }
 
-/** What a change sets: a PUT all of it, a PATCH what it names (the rest stays as stored). */
-export interface SourceEdit { featureId?: string, rings?: number[][][], startAt?: string, endAt?: string }
+/**
+ * What a change sets: a PUT all of it, a PATCH what it names (the rest stays as stored). The
+ * attributes as JSON text: `attributes` replaces them (PUT), `attributesPatch` is merged into
+ * them by RFC 7396 (PATCH: jsonb_merge_patch).
+ */
+export interface SourceEdit { featureId?: string, rings?: number[][][], startAt?: string, endAt?: string, attributes?: string, attributesPatch?: string }
 
 const scoped = (scope: Scope) => scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`
 
@@ -210,6 +219,8 @@ export type UpdateValues = ChangeValues & {
   geom: Buffer | null
   startAt: string | null
   endAt: string | null
+  attributes: string | null
+  attributesPatch: string | null
 }
 
 export function changeValues (change: SourceChange): ChangeValues {
@@ -228,7 +239,9 @@ export function updateValues (change: SourceChange, edit: SourceEdit): UpdateVal
     featureId: edit.featureId ?? null,
     geom: edit.rings === undefined ? null : multiPolygonEwkb([edit.rings]),
     startAt: edit.startAt ?? null,
-    endAt: edit.endAt ?? null
+    endAt: edit.endAt ?? null,
+    attributes: edit.attributes ?? null,
+    attributesPatch: edit.attributesPatch ?? null
   }
 }
 
@@ -248,7 +261,8 @@ export function updateSourceQuery (v: UpdateValues) {
   return sql<{ id: string }>`WITH ${writer(v.by)}
     UPDATE sources AS s
     SET feature_id = coalesce(${v.featureId}::text, s.feature_id), geom = coalesce(ST_GeometryN(${v.geom}::bytea::geometry, 1), s.geom),
-      period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)')
+      period = tstzrange(coalesce(${v.startAt}::timestamptz, lower(s.period)), coalesce(${v.endAt}::timestamptz, upper(s.period)), '[)'),
+      attributes = jsonb_merge_patch(coalesce(${v.attributes}::jsonb, s.attributes), ${v.attributesPatch}::jsonb)
     FROM writer WHERE ${changeGuard(v)}
     RETURNING s.id`
 }

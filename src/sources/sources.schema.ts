@@ -16,7 +16,10 @@ export const PolygonSchema = Type.Object({
 export const FeatureInputSchema = Type.Object({
   type: Type.Literal('Feature'),
   id: FeatureIdSchema,
-  properties: Type.Object({ start_at: DateTimeInputSchema, end_at: DateTimeInputSchema }),
+  properties: Type.Object({ start_at: DateTimeInputSchema, end_at: DateTimeInputSchema }, {
+    additionalProperties: true,
+    description: 'start_at and end_at, and the source\'s attributes: any other members, kept and returned as sent (at most 16 KiB; names 1 to 256 characters). The properties the service adds on output (feature_id, version, area_m2, conflicts, …) are read-only: sent back, they are ignored.'
+  }),
   geometry: PolygonSchema,
   bbox: Type.Optional(BboxSchema)
 })
@@ -68,7 +71,7 @@ export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
 
 /** A PATCH body: any JSON object, checked by source-changes.ts `patchEdit` (which members, and the result). */
-export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, properties.start_at, properties.end_at.' })
+export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, and properties: start_at, end_at and the attributes (merged recursively; a null member removes one).' })
 
 export const SourceReadQuerySchema = Type.Object({
   id: SourceIdSchema,

@@ -64,7 +64,8 @@ const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByI
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
 const changePlaceholders: ChangeValues = { id: placeholder('id'), scope: placeholder('scope') as ChangeValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by') }
 const updateOne = compileOnce<UpdateValues, { id: string }>({
-  ...changePlaceholders, featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt')
+  ...changePlaceholders, featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt'),
+  attributes: placeholder('attributes'), attributesPatch: placeholder('attributesPatch')
 }, (v) => ({ compile: () => updateSourceQuery(v).compile(queryBuilder) }))
 const deleteOne = compileOnce<ChangeValues, { version: number }>(changePlaceholders, (v) => ({ compile: () => deleteSourceQuery(v).compile(queryBuilder) }))
 

@@ -11,6 +11,7 @@ import {
   type SpatialRelation, type Temporal, type TemporalRelation
 } from '../../sources/filter.sql.js'
 import { TEXT_OFFSET, parseCql2Text } from './cql2-text.grammar.js'
+import type { AttributeType } from '../../sources/attribute-schemas.js'
 
 export const FILTER_LIMITS = Object.freeze({
   /** Characters of a filter (after URL decoding). */
@@ -34,16 +35,21 @@ export interface CheckedFilter {
 
 class FilterError extends Error {}
 
-type Type = 'string' | 'number' | 'boolean' | 'timestamp' | 'geometry' | 'interval'
+type Type = 'string' | 'number' | 'boolean' | 'timestamp' | 'geometry' | 'interval' | 'any'
 type Operand =
   | { type: 'string' | 'number' | 'boolean', scalar: Scalar }
+  /** An undeclared attribute (properties.name): it takes the type of what it is compared with. */
+  | { type: 'any', attribute: string, scalar: Scalar }
   | { type: 'timestamp', scalar: Scalar, instant: Instant }
   | { type: 'geometry', geom: Geom, degenerate: boolean }
   | { type: 'interval', temporal: Temporal }
 
 const TYPE_NAMES: Record<Type, string> = {
-  string: 'a character string', number: 'a number', boolean: 'a boolean', timestamp: 'a timestamp (or date)', geometry: 'a geometry', interval: 'an interval'
+  string: 'a character string', number: 'a number', boolean: 'a boolean', timestamp: 'a timestamp (or date)', geometry: 'a geometry', interval: 'an interval', any: 'an attribute of any type'
 }
+
+/** The prefix that names an attribute in a filter, declared or not (properties.parcel_no). */
+export const ATTRIBUTE_PREFIX = 'properties.'
 
 const COMPARISONS = new Set<string>(['=', '<>', '<', '>', '<=', '>='])
 const SPATIAL: Record<string, SpatialRelation> = {
@@ -73,7 +79,7 @@ class Checker {
   private vertices = 0
   readonly geometries: string[] = []
 
-  constructor (private readonly text: boolean) {}
+  constructor (private readonly text: boolean, private readonly declared: ReadonlyMap<string, AttributeType>) {}
 
   private fail (node: unknown, path: string, message: string): never {
     const offset = isObject(node) ? (node as Record<symbol, unknown>)[TEXT_OFFSET] : undefined
@@ -118,6 +124,7 @@ class Checker {
     if (lower === 'like') {
       const [value, pattern] = this.args(node, path, [2])
       const left = this.scalar(value, at(0), depth + 1)
+      if (left.type === 'any') this.resolve(node, path, 'LIKE', [left, { type: 'string', scalar: { text: '' } }])
       if (left.type !== 'string') this.fail(value, at(0), `LIKE compares a character string, not ${TYPE_NAMES[left.type]}`)
       if (isObject(pattern) && typeof pattern.op === 'string' && ['casei', 'accenti'].includes(pattern.op.toLowerCase())) this.unsupported(pattern, at(1), pattern.op)
       if (typeof pattern !== 'string') this.fail(pattern, at(1), 'the pattern of LIKE must be a character string literal')
@@ -188,6 +195,7 @@ class Checker {
    * the literal written as the property's type takes it (TIMESTAMP('…') for a quoted date).
    */
   private sameType (node: unknown, path: string, name: string, operands: Array<{ type: Type }>, nodes: unknown[]): void {
+    this.resolve(node, path, name, operands as Operand[])
     const first = operands[0] as { type: Type }
     const i = operands.findIndex((o) => o.type !== first.type)
     if (i < 0) return
@@ -198,6 +206,21 @@ class Checker {
     if (!isProperty(p)) this.fail(node, path, `${name} has operands of different types: ${this.named(nodes[0], first.type)}, ${this.named(nodes[i], other.type)}`)
     const why = isProperty(x) ? 'a property is compared with one of its own type' : this.literalHint(pType, x)
     this.fail(node, path, `${name} has operands of different types: ${this.named(p, pType)}, ${this.named(x, xType)}: ${why}`)
+  }
+
+  /** Undeclared attributes take the type of the first operand that has one (a literal's, a property's). */
+  private resolve (node: unknown, path: string, name: string, operands: Operand[]): void {
+    if (!operands.some((o) => o.type === 'any')) return
+    const typed = operands.find((o) => o.type !== 'any')
+    if (typed === undefined) this.fail(node, path, `${name} compares attributes whose types are unknown: compare an undeclared attribute with a literal, whose type is the attribute's`)
+    if (typed.type !== 'string' && typed.type !== 'number' && typed.type !== 'boolean' && typed.type !== 'timestamp') {
+      this.fail(node, path, `${name}: an attribute is compared with a character string, a number, a boolean or a timestamp, not ${TYPE_NAMES[typed.type]}`)
+    }
+    for (const o of operands) {
+      if (o.type !== 'any') continue
+      const scalar = { attribute: o.attribute, as: typed.type }
+      Object.assign(o, typed.type === 'timestamp' ? { type: 'timestamp', scalar, instant: scalar } : { type: typed.type, scalar })
+    }
   }
 
   /** "the property start_at is a timestamp", "'2024-01-01' is a character string". */
@@ -297,7 +320,20 @@ class Checker {
   private property (node: Record<string, unknown>, path: string): Operand {
     const name = node.property
     if (typeof name !== 'string') this.fail(node, path, '"property" must be a string')
-    if (!Object.hasOwn(QUERYABLE_TYPES, name)) this.fail(node, path, `unknown property ${JSON.stringify(name)}: the queryables are ${QUERYABLES}`)
+    if (!Object.hasOwn(QUERYABLE_TYPES, name)) {
+      const attribute = name.startsWith(ATTRIBUTE_PREFIX) ? name.slice(ATTRIBUTE_PREFIX.length) : name
+      const type = this.declared.get(attribute)
+      if (type !== undefined) {
+        const scalar = { attribute, as: type }
+        return type === 'timestamp' ? { type, scalar, instant: scalar } : { type, scalar }
+      }
+      if (name.startsWith(ATTRIBUTE_PREFIX) && attribute.length > 0) {
+        this.noNul(attribute, path)
+        return { type: 'any', attribute, scalar: { attribute, as: 'string' } }
+      }
+      const declared = [...this.declared.keys()]
+      this.fail(node, path, `unknown property ${JSON.stringify(name)}: the queryables are ${QUERYABLES}${declared.length > 0 ? `, and your organisation's declared attributes ${declared.join(', ')}` : ''}; any attribute is ${ATTRIBUTE_PREFIX}name`)
+    }
     const property = name as Queryable
     const type = QUERYABLE_TYPES[property]
     if (property === 'geometry') return { type: 'geometry', geom: { property }, degenerate: false }
@@ -460,7 +496,7 @@ function bracketDepth (text: string, quote: '\'' | '"', open: string, close: str
  * A filter's text checked into a FilterExpr, or the one message saying why not. The parsers
  * recurse on brackets, so brackets nested far beyond the depth limit are refused before parsing.
  */
-export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number]): CheckedFilter | { error: string } {
+export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number], declared: ReadonlyMap<string, AttributeType> = new Map()): CheckedFilter | { error: string } {
   if (filter.length > FILTER_LIMITS.characters) return { error: `is ${filter.length} characters long: the limit is ${FILTER_LIMITS.characters}` }
   const text = lang === 'cql2-text'
   const brackets = text ? bracketDepth(filter, '\'', '(', ')') : bracketDepth(filter, '"', '[{', ']}')
@@ -480,7 +516,7 @@ export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number]):
       return { error: `is not JSON (cql2-json): ${(error as Error).message}` }
     }
   }
-  const checker = new Checker(text)
+  const checker = new Checker(text, declared)
   try {
     return { expr: checker.predicate(json, '', 1), geometries: checker.geometries }
   } catch (error) {
