@@ -14,6 +14,7 @@ import type { MapConfig } from '../config.js'
 import { errorResponses } from '../errors.js'
 import { noBody, sentAs } from '../http/openapi.js'
 import { headerDoc } from '../schemas/primitives.js'
+import { RESERVED_NAMES } from '../sources/source-properties.js'
 
 const PUBLIC_DIR = fileURLToPath(new URL('../../src/map/public/', import.meta.url))
 const packageDist = (name: string): string => join(dirname(createRequire(import.meta.url).resolve(`${name}/package.json`)), 'dist')
@@ -59,14 +60,22 @@ const mapRoutes: FastifyPluginAsync<{ config: MapConfig }> = async (app, { confi
     config: notLimited,
     schema: {
       operationId: 'getMapConfig',
-      summary: 'The map page\'s settings: its basemap',
+      summary: 'The map page\'s settings: its basemap, and which properties are the service\'s',
       tags,
       security: [],
-      response: { 200: Type.Object({ tileUrl: Type.String(), attribution: Type.String() }, { description: 'The basemap\'s tile URL template (or none) and attribution.' }), ...errorResponses(500) }
+      response: {
+        200: Type.Object({
+          tileUrl: Type.String(),
+          attribution: Type.String(),
+          serviceProperties: Type.Array(Type.String(), { description: 'The names of the service\'s own properties: every other member of a source\'s properties is an attribute.' })
+        }, { description: 'The basemap\'s tile URL template (or none) and attribution, and the service\'s property names.' }),
+        ...errorResponses(500)
+      }
     }
   }, async () => ({
     tileUrl: config.MAP_TILE_URL,
-    attribution: config.MAP_TILE_ATTRIBUTION
+    attribution: config.MAP_TILE_ATTRIBUTION,
+    serviceProperties: [...RESERVED_NAMES]
   }))
   await app.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/map/static/', decorateReply: true, index: false, schemaHide: true })
   await app.register(fastifyStatic, { root: LEAFLET_DIR, prefix: '/map/leaflet/', decorateReply: false, index: false, schemaHide: true })

@@ -57,7 +57,12 @@ async function inBrowser (executablePath: string): Promise<void> {
   const HOSTILE = '<img src=x onerror=alert(1)>'
   // Org A: five boxes in a row and the hostile id; org B: three boxes between them.
   const mine = await post(await tokenOf(editor), [
-    ...Array.from({ length: 5 }, (_, i) => feature(`a-${i}`, { coordinates: placed(`a-${i}`, 10 + i * 0.2, 50), start: '2024-03-01T00:00:00Z', end: '2024-09-01T00:00:00Z' })),
+    ...Array.from({ length: 5 }, (_, i) => {
+      const f = feature(`a-${i}`, { coordinates: placed(`a-${i}`, 10 + i * 0.2, 50), start: '2024-03-01T00:00:00Z', end: '2024-09-01T00:00:00Z' }) as { properties: Record<string, unknown> }
+      // Attributes, shown in the panel as sent (one hostile: text, never markup).
+      f.properties = { ...f.properties, land_use: `forest-${i}`, owner: { name: HOSTILE } }
+      return f
+    }),
     feature(HOSTILE, { coordinates: placed(HOSTILE, 10, 50.2) })
   ])
   await post(await tokenOf(other), Array.from({ length: 3 }, (_, i) => feature(`b-${i}`, { coordinates: placed(`b-${i}`, 10.1 + i * 0.2, 50.1) })))
@@ -141,6 +146,8 @@ async function inBrowser (executablePath: string): Promise<void> {
     const details = await text('#details')
     t.match(details, target.id)
     t.match(details, '2024-03-01T00:00:00Z – 2024-09-01T00:00:00Z')
+    t.match(details, 'land_useforest-2', 'its attributes')
+    t.match(details, `owner{"name":"${HOSTILE}"}`, 'nested, as JSON text')
     t.ok(await page.$('#delete:not([hidden])'), 'an editor has Delete')
     await page.click('#delete')
     await waitForSources(['a-1', 'a-3'], ['a-2'])

@@ -182,9 +182,13 @@
     control.addTo(map)
   }
 
+  /** The service's own property names (map/config.json): the others are the source's attributes. */
+  let serviceProperties = new Set()
+
   async function createMap () {
     if (map) return
     const config = await (await fetch('map/config.json')).json()
+    serviceProperties = new Set(config.serviceProperties || [])
     // The view is set when the map is made: layers added to a map without one fail in Leaflet.
     const view = readHash()
     fittedOnce = view.center !== undefined
@@ -332,6 +336,10 @@
     row(dl, 'Area', `${(p.area_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha`)
     row(dl, 'Created', p.created_at)
     if (session.role === 'admin') row(dl, 'Organisation', p.organisation)
+    // The attributes: every other member, as the client sent it.
+    for (const [name, value] of Object.entries(p)) {
+      if (!serviceProperties.has(name)) row(dl, name, typeof value === 'string' ? value : JSON.stringify(value))
+    }
     const conflicts = Array.isArray(p.conflicts) ? p.conflicts : []
     $('conflicts').replaceChildren(...(conflicts.length === 0
       ? [Object.assign(document.createElement('li'), { textContent: p.conflict === undefined ? 'Not checked by this service.' : 'None.' })]
