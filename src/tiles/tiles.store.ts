@@ -2,8 +2,12 @@
 // tile itself with its counters in one snapshot, at most maxBytes: a tile over it is made again with half the features it held,
 // largest first, down to a floor. PostGIS makes the MVT where it can (ST_AsMVT); the embedded backend's
 // PostGIS has no protobuf-c, so there the query gives the features in tile units and
-// mvt-encode.ts writes the same tile.
+// mvt-encode.ts writes the same tile. cachedTileStore keeps drawn tiles in memory with the
+// counters they were drawn at, and answers one again only while the database's counters are
+// those: the counters grow with every write in or around the tile, on whichever instance.
 import type { Kysely } from 'kysely'
+import { LRUCache } from 'lru-cache'
+import type { Counter } from 'prom-client'
 import type { Database, Scope } from '../db/database.js'
 import type { Tile } from './tile-matrix.js'
 import { EXTENT } from './tile-matrix.js'
@@ -15,6 +19,12 @@ export interface TileStore {
   changes: (tile: Tile) => Promise<string>
   /** The MVT bytes (empty when no source is drawn) and the tile's changes as of those bytes. */
   tile: (input: TileInput) => Promise<{ mvt: Buffer, changes: string }>
+  /**
+   * The tile as drawn before, when its counters are still those it was drawn at (`changes`: the
+   * counters already read for this request; else read here when there is a tile to check);
+   * undefined when it has to be drawn.
+   */
+  cached: (input: TileInput, changes?: string) => Promise<{ mvt: Buffer, changes: string } | undefined>
   /** West, south, east, north (CRS84) of the sources in a scope; null when it has none. */
   extent: (scope: Scope) => Promise<Bbox | null>
 }
@@ -44,6 +54,7 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { ma
   return {
     extent,
     changes: (tile) => tileChanges(db, tile),
+    cached: async () => undefined,
     tile: async (input) => {
       let maxFeatures = input.maxFeatures
       for (;;) {
@@ -53,6 +64,54 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { ma
         // under a cap of 10,000 is drawn next with 1,500, not again with the same 3,000.
         maxFeatures = Math.max(MIN_FEATURES, Math.floor(Math.min(maxFeatures, features) / 2))
       }
+    }
+  }
+}
+
+interface Drawn { mvt: Buffer, changes: string }
+
+/** Bytes an entry holds besides its tile: the key, the counters, the objects around them. */
+const ENTRY_OVERHEAD = 200
+
+/**
+ * `store` with its drawn tiles kept, at most `maxBytes` of them (least recently used out first),
+ * keyed by scope, filter and tile, each with the counters it was drawn at. A write in or around a
+ * tile grows its counters (sql/functions/tile_changes.sql) and so makes its next request draw
+ * afresh, here and on every other instance; a write elsewhere leaves it served from memory.
+ */
+export function cachedTileStore (store: TileStore, { maxBytes, lookups, onCache }: {
+  maxBytes: number
+  /** Counted with result "hit" or "miss". */
+  lookups: Counter<'result'>
+  /** Given the cache's size, for the metrics. */
+  onCache: (read: () => { bytes: number, entries: number }) => void
+}): TileStore {
+  const cache = new LRUCache<string, Drawn>({
+    maxSize: maxBytes,
+    sizeCalculation: (drawn, key) => drawn.mvt.length + 2 * key.length + drawn.changes.length + ENTRY_OVERHEAD
+  })
+  onCache(() => ({ bytes: cache.calculatedSize, entries: cache.size }))
+  const keyOf = ({ scope, filter, tile, maxFeatures }: TileInput): string => JSON.stringify([scope, filter, tile.z, tile.x, tile.y, maxFeatures])
+  return {
+    ...store,
+    cached: async (input, changes) => {
+      const key = keyOf(input)
+      const kept = cache.get(key)
+      // Nothing kept: drawn without reading the counters first, so a cold tile costs what it did.
+      if (kept === undefined) return undefined
+      const now = changes ?? await store.changes(input.tile)
+      if (kept.changes !== now) return undefined
+      lookups.inc({ result: 'hit' })
+      return kept
+    },
+    tile: async (input) => {
+      const drawn = await store.tile(input)
+      lookups.inc({ result: 'miss' })
+      const key = keyOf(input)
+      const kept = cache.peek(key)
+      // Counters only grow: a draw that finished late does not replace a newer one.
+      if (kept === undefined || BigInt(kept.changes) <= BigInt(drawn.changes)) cache.set(key, drawn)
+      return drawn
     }
   }
 }
