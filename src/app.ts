@@ -139,7 +139,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
   await app.register(sourcesRoutes, { config: section.sources, store: sources })
   await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE })
-  const drawnTiles = plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox })
+  const drawnTiles = plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox, readsInFlight: batching?.readsInFlight })
   const tileStore = section.tiles.TILES_CACHE_BYTES === 0
     ? drawnTiles
     : cachedTileStore(drawnTiles, { maxBytes: section.tiles.TILES_CACHE_BYTES, lookups: metrics.tileCacheLookups, onCache: metrics.addTileCache })

@@ -12,7 +12,8 @@ import type { Database, Scope } from '../db/database.js'
 import type { Tile } from './tile-matrix.js'
 import { EXTENT } from './tile-matrix.js'
 import { encodeMvt } from './mvt-encode.js'
-import { type TileInput, hasMvt, tileChanges, tileFeaturesQuery, tileQuery } from './tiles.repository.js'
+import { Batcher } from '../db/batcher.js'
+import { type TileInput, hasMvt, tileChanges, tileFeaturesQuery, tileQuery, tilesChanges } from './tiles.repository.js'
 
 export interface TileStore {
   /** Grows with every write that touches the tile or its buffer. */
@@ -33,11 +34,17 @@ export type Bbox = [number, number, number, number]
 
 const MIN_FEATURES = 100
 
+/** Tiles whose counters one statement reads at most. */
+const CHANGES_BATCH = 64
+
 /**
  * `extent` is the sources store's (app.ts hands it over), so the extent is read as the
- * collection's is, replicas included.
+ * collection's is, replicas included. With `readsInFlight` (DB_FAST_PATH), the counters of
+ * concurrent requests are read together once that many reads are running (db/batcher.ts: never
+ * by a statement that started before the request), each tile once a batch.
  */
-export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { maxBytes: number, extent: TileStore['extent'] }): TileStore {
+export function plainTileStore (db: Kysely<Database>, { maxBytes, extent, readsInFlight }: { maxBytes: number, extent: TileStore['extent'], readsInFlight?: number }): TileStore {
+  const changes = readsInFlight === undefined ? (tile: Tile) => tileChanges(db, tile) : batchedChanges(db, readsInFlight)
   let inPostgis: Promise<boolean> | undefined
   const draw = async (input: TileInput): Promise<{ mvt: Buffer, features: number, changes: string }> => {
     inPostgis ??= hasMvt(db)
@@ -53,7 +60,7 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { ma
   }
   return {
     extent,
-    changes: (tile) => tileChanges(db, tile),
+    changes,
     cached: async () => undefined,
     tile: async (input) => {
       let maxFeatures = input.maxFeatures
@@ -66,6 +73,19 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes, extent }: { ma
       }
     }
   }
+}
+
+function batchedChanges (db: Kysely<Database>, readsInFlight: number): (tile: Tile) => Promise<string> {
+  const batcher = new Batcher<Tile, string>(async (tiles) => {
+    if (tiles.length === 1) return [await tileChanges(db, tiles[0] as Tile)]
+    // A tile asked by several requests of the batch is read once.
+    const keys = tiles.map((t) => `${t.z}/${t.x}/${t.y}`)
+    const distinct = [...new Map(tiles.map((t, i) => [keys[i] as string, t])).entries()]
+    const read = await tilesChanges(db, distinct.map(([, t]) => t))
+    const byKey = new Map(distinct.map(([key], i) => [key, read[i] as string]))
+    return keys.map((key) => byKey.get(key) as string)
+  }, { maxInFlight: readsInFlight, maxWeight: CHANGES_BATCH })
+  return (tile) => batcher.submit(tile)
 }
 
 interface Drawn { mvt: Buffer, changes: string }

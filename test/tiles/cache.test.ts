@@ -99,6 +99,16 @@ t.test('a deleted source disappears from the cached tile, on both instances', as
   t.same(await shown(ctx.app, there), [], 'a DELETE in plain SQL too')
 })
 
+t.test('concurrent requests of several tiles: each its own counters, read together', async (t) => {
+  const tiles = [here, there, tileOf(60, -30, 10)]
+  const tags = await Promise.all(tiles.map(async (tile) => (await get(ctx.app, tile)).headers.etag as string))
+  const all = async () => await Promise.all(Array.from({ length: 24 }, async (_, i) =>
+    (await get(ctx.app, tiles[i % 3] as TileZxy, { ...editorA.headers, 'if-none-match': tags[i % 3] as string })).statusCode))
+  t.same(await all(), Array.from({ length: 24 }, () => 304), 'every one unchanged')
+  await post(ctx.app, editorA.headers, feature('concurrent', { coordinates: box(10.09, 50.045) }))
+  t.same(await all(), Array.from({ length: 24 }, (_, i) => i % 3 === 0 ? 200 : 304), 'the written tile changed, the others not')
+})
+
 t.test('the bound holds under a storm of distinct tiles', async (t) => {
   const bound = 16384
   const small = await secondInstance(t, ctx, { METRICS_TOKEN: TOKEN, TILES_CACHE_BYTES: bound })
