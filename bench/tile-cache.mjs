@@ -8,7 +8,10 @@
 //   same 64 tiles;
 // - the floor of a hit: 304s of the same tile (auth, the change counters, the ETag; a hit adds
 //   the lookup and the body), against pgbench's tile.
-// pgbench at 16 clients and at one per core, the faster taken. Each round runs the four loads,
+// pgbench at 16 clients and at one per core, the faster taken. Also, for each, the CPU a tile took
+// every process on its path (wrk, the service and PostgreSQL; pgbench and PostgreSQL), read from
+// /proc (bench/cpu.mjs): on a machine shared with other loads, their ratio is the ratio of
+// throughputs on two cores of one's own, where tiles a second measure the neighbours too. Each round runs the four loads,
 // in the reverse order every other round (ABBA); a ratio is the median of the rounds' ratios.
 // BENCH_RUNS rounds (default 3) of BENCH_DURATION s (default 5; cold z6 BENCH_Z6_DURATION, default
 // 2 × that); BENCH_DATABASE_URL reuses a seeded `bench` database. Needs wrk. Prints Markdown.
@@ -16,6 +19,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
+import { clusterCpuMs, postmasterPid, processCpuMs } from './cpu.mjs'
 import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort } from './setup.mjs'
 import { servicePath, tilePgbench, tilesAt } from './tile-statements.mjs'
 
@@ -68,19 +72,30 @@ async function lookups () {
   return { hit: value('hit'), miss: value('miss'), bytes }
 }
 
+const postmaster = await postmasterPid(db)
+const clusterCpu = () => clusterCpuMs(postmaster)
+/** Tiles a second, and the CPU ms a tile took wrk, the service and PostgreSQL together. */
 function load (service, paths, duration, headers) {
   const s = { url: service.base, connections: CONNECTIONS, duration, timeout: 60, token, headers, kind: 'paths', paths, client: 'wrk' }
+  const before = processCpuMs(service.child.pid) + clusterCpu()
   const r = JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
-  log(`${service === cached ? 'cached' : 'uncached'} ${paths.length} path(s)${headers ? ' 304' : ''}: ${r.rps.toFixed(1)} tiles/s, p50 ${r.p50} ms, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}`)
+  const cpuMs = (processCpuMs(service.child.pid) + clusterCpu() - before + r.generatorCpuMs) / Math.max(1, r.total)
+  log(`${service === cached ? 'cached' : 'uncached'} ${paths.length} path(s)${headers ? ' 304' : ''}: ${r.rps.toFixed(1)} tiles/s, p50 ${r.p50} ms, ${cpuMs.toFixed(3)} CPU ms a tile, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}`)
   if (r.non2xx > 0 || r.errors > 0) log(`${r.non2xx} answers not 2xx/3xx, ${r.errors} errors`)
-  return r.total > 0 ? (r.rps * (r.total - r.non2xx)) / r.total : 0
+  return { rps: r.total > 0 ? (r.rps * (r.total - r.non2xx)) / r.total : 0, cpuMs }
+}
+/** pgbench at 16 clients and at one per core: the faster's tiles a second, and its CPU ms a tile. */
+function pgBest (files, duration) {
+  const a = pg.run(files, CONNECTIONS, duration, clusterCpu)
+  const b = pg.run(files, CORES, duration, clusterCpu)
+  return a.tps >= b.tps ? a : b
 }
 
 const vmHwmMb = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024
 const pg = await tilePgbench(url, { log })
 const table = [
-  `| zoom | warm tiles/s (hit ratio) | pgbench, that tile, ${CONNECTIONS} / ${CORES} clients | **warm × pgbench** (min–max) | 304/s of that tile | 304 × pgbench | cold tiles/s (64 tiles, no cache) | pgbench, 64 tiles | **cold × pgbench** (min–max) | tile bytes |`,
-  '|---|---|---|---|---|---|---|---|---|---|'
+  `| zoom | warm tiles/s (hit ratio) | pgbench, that tile | **warm × pgbench** (min–max) | warm × pgbench in CPU a tile | 304 × pgbench (CPU) | cold tiles/s (64 tiles, no cache) | pgbench, 64 tiles | **cold × pgbench** (min–max) | cold × pgbench in CPU a tile | tile bytes |`,
+  '|---|---|---|---|---|---|---|---|---|---|---|'
 ]
 const load1 = loadavg()[0]
 for (const z of ZOOMS) {
@@ -106,13 +121,15 @@ for (const z of ZOOMS) {
       const after = await lookups()
       hitRatio.push((after.hit - before.hit) / Math.max(1, after.hit - before.hit + after.miss - before.miss))
     },
-    () => { pgOne.push(Math.max(pg.run(oneFile, CONNECTIONS, DURATION), pg.run(oneFile, CORES, DURATION))) },
+    () => { pgOne.push(pgBest(oneFile, DURATION)) },
     () => { r304.push(load(cached, [servicePath(one)], DURATION, notModified)) },
     () => { cold.push(load(uncached, tiles.map(servicePath), coldDuration)) },
-    () => { pgAll.push(Math.max(pg.run(allFiles, CONNECTIONS, coldDuration), pg.run(allFiles, CORES, coldDuration))) }
+    () => { pgAll.push(pgBest(allFiles, coldDuration)) }
   ]
   for (let i = 0; i < RUNS; i++) for (const step of i % 2 === 0 ? steps : [...steps].reverse()) await step()
-  table.push(`| z${z} | ${fmt(median(warm))} (${(median(hitRatio) * 100).toFixed(2)} %) | ${fmt(median(pgOne))} | **${range(warm.map((w, i) => w / pgOne[i]))}** | ${fmt(median(r304))} | ${range(r304.map((r, i) => r / pgOne[i]))} | ${fmt(median(cold))} | ${fmt(median(pgAll))} | **${range(cold.map((c, i) => c / pgAll[i]))}** | ${fmt(bytes)} |`)
+  const ratio = (xs, ys) => range(xs.map((x, i) => x.rps / ys[i].tps))
+  const cpuRatio = (xs, ys) => range(xs.map((x, i) => ys[i].cpuMs / x.cpuMs))
+  table.push(`| z${z} | ${fmt(median(warm.map((w) => w.rps)))} (${(median(hitRatio) * 100).toFixed(2)} %) | ${fmt(median(pgOne.map((p) => p.tps)))} | **${ratio(warm, pgOne)}** | ${cpuRatio(warm, pgOne)} | ${cpuRatio(r304, pgOne)} | ${fmt(median(cold.map((c) => c.rps)))} | ${fmt(median(pgAll.map((p) => p.tps)))} | **${ratio(cold, pgAll)}** | ${cpuRatio(cold, pgAll)} | ${fmt(bytes)} |`)
 }
 const end = await lookups()
 process.stdout.write([

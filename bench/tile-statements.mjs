@@ -89,16 +89,26 @@ export async function tilePgbench (url, { organisation = 'bench', log }) {
       return file
     })
   }
-  /** Transactions (tiles) a second of pgbench over `scripts` at `clients` clients for `duration` s. */
-  function run (scripts, clients, duration) {
+  /**
+   * Transactions (tiles) a second of pgbench over `scripts` at `clients` clients for `duration` s;
+   * with `cpu` (bench/cpu.mjs: the cluster's CPU ms so far), also `cpuMs`: pgbench's own CPU and
+   * the cluster's over the run, a transaction.
+   */
+  function run (scripts, clients, duration, cpu) {
     const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(2, clients)), '-T', String(duration), ...[...strings].flatMap(([k, v]) => ['-D', `${k}=${v}`]), ...scripts.flatMap((f) => ['-f', f]), url]
-    const r = spawnSync(pgbenchBin, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    const before = cpu?.()
+    const r = spawnSync('sh', ['-c', `"${pgbenchBin}" "$@" && times`, 'sh', ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    const clusterMs = cpu === undefined ? 0 : cpu() - before
     if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
     const tps = Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1])
+    const transactions = Number(/number of transactions actually processed: (\d+)/.exec(r.stdout)?.[1])
     const failed = Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0)
     if (failed > 0) log(`pgbench: ${failed} failed transactions`)
-    log(`pgbench (${clients} clients, ${scripts.length} scripts): ${tps.toFixed(1)} tps`)
-    return tps
+    // `times`: the shell's user and system time, then its children's (pgbench's).
+    const [user, system] = r.stdout.trim().split('\n').at(-1).match(/(\d+)m([\d.]+)s/g).map((t) => { const [, m, sec] = /(\d+)m([\d.]+)s/.exec(t); return Number(m) * 60 + Number(sec) })
+    const cpuMs = (clusterMs + (user + system) * 1000) / Math.max(1, transactions)
+    log(`pgbench (${clients} clients, ${scripts.length} scripts): ${tps.toFixed(1)} tps${cpu === undefined ? '' : `, ${cpuMs.toFixed(3)} CPU ms a tile`}`)
+    return cpu === undefined ? tps : { tps, cpuMs }
   }
   return { statementsOf, files, run, close: () => kdb.destroy() }
 }
