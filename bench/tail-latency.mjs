@@ -20,8 +20,9 @@ const GET_ROWS = 10_000
 const CONNECTIONS = 16
 const VARIANTS = JSON.parse(process.env.BENCH_VARIANTS ?? JSON.stringify({
   'npm start': SERVICE_FLAGS.join(' '),
-  'semi-space 1 MB (before)': '--max-semi-space-size=1 --heap-growing-percent=20',
-  'semi-space 8 MB': '--max-semi-space-size=8',
+  'semi-space 1 MB, heap growing 20 %': '--max-semi-space-size=1 --heap-growing-percent=20',
+  'semi-space 8 MB, heap growing 20 %': '--max-semi-space-size=8 --heap-growing-percent=20',
+  'semi-space 16 MB, heap growing 20 %': '--max-semi-space-size=16 --heap-growing-percent=20',
   'semi-space 16 MB': '--max-semi-space-size=16'
 }))
 const log = (m) => process.stderr.write(`[tail] ${m}\n`)

@@ -41,6 +41,17 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const fmt = (n) => Math.round(n).toLocaleString('en')
 const range = (xs) => `${median(xs).toFixed(2)}× (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`
 
+// The loads run synchronously (execFileSync): a pooled keep-alive socket the server closed
+// meanwhile fails once with "other side closed"; such a request is sent again.
+async function fetch (url, init) {
+  try {
+    return await globalThis.fetch(url, init)
+  } catch (err) {
+    if (!['UND_ERR_SOCKET', 'EPIPE', 'ECONNRESET'].includes(err.cause?.code)) throw err
+    return globalThis.fetch(url, init)
+  }
+}
+
 const { url, env, db, seed } = await benchDatabase(log)
 if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench'`)).rows[0].n) !== ROWS) {
   await seed(1, ROWS, { period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
@@ -77,10 +88,12 @@ const clusterCpu = () => clusterCpuMs(postmaster)
 /** Tiles a second, and the CPU ms a tile took wrk, the service and PostgreSQL together. */
 function load (service, paths, duration, headers) {
   const s = { url: service.base, connections: CONNECTIONS, duration, timeout: 60, token, headers, kind: 'paths', paths, client: 'wrk' }
-  const before = processCpuMs(service.child.pid) + clusterCpu()
+  const [svc0, pg0] = [processCpuMs(service.child.pid), clusterCpu()]
   const r = JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
-  const cpuMs = (processCpuMs(service.child.pid) + clusterCpu() - before + r.generatorCpuMs) / Math.max(1, r.total)
-  log(`${service === cached ? 'cached' : 'uncached'} ${paths.length} path(s)${headers ? ' 304' : ''}: ${r.rps.toFixed(1)} tiles/s, p50 ${r.p50} ms, ${cpuMs.toFixed(3)} CPU ms a tile, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}`)
+  const [svc, pgMs] = [processCpuMs(service.child.pid) - svc0, clusterCpu() - pg0]
+  const n = Math.max(1, r.total)
+  const cpuMs = (svc + pgMs + r.generatorCpuMs) / n
+  log(`${service === cached ? 'cached' : 'uncached'} ${paths.length} path(s)${headers ? ' 304' : ''}: ${r.rps.toFixed(1)} tiles/s, p50 ${r.p50} ms, CPU ms a tile ${cpuMs.toFixed(3)} (wrk ${(r.generatorCpuMs / n).toFixed(3)}, service ${(svc / n).toFixed(3)}, PostgreSQL ${(pgMs / n).toFixed(3)}), status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}`)
   if (r.non2xx > 0 || r.errors > 0) log(`${r.non2xx} answers not 2xx/3xx, ${r.errors} errors`)
   return { rps: r.total > 0 ? (r.rps * (r.total - r.non2xx)) / r.total : 0, cpuMs }
 }

@@ -98,6 +98,9 @@ export async function tilePgbench (url, { organisation = 'bench', log }) {
     const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(2, clients)), '-T', String(duration), ...[...strings].flatMap(([k, v]) => ['-D', `${k}=${v}`]), ...scripts.flatMap((f) => ['-f', f]), url]
     const before = cpu?.()
     const r = spawnSync('sh', ['-c', `"${pgbenchBin}" "$@" && times`, 'sh', ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    // pgbench's backends end with it: read the cluster once the postmaster has reaped them
+    // (their CPU is then its children's).
+    if (cpu !== undefined) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000)
     const clusterMs = cpu === undefined ? 0 : cpu() - before
     if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
     const tps = Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1])
