@@ -122,7 +122,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     TILES_MAX_AGE_SECONDS: 10,
     TILES_CONCURRENCY: 4,
     TILES_QUEUE: 256,
-    TILES_CACHE_BYTES: 33554432,
+    TILES_CACHE_BYTES: 16777216,
     MAP_TILE_URL: 'none',
     MAP_TILE_ATTRIBUTION: '',
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,
