@@ -29,7 +29,7 @@ const log = (m) => process.stderr.write(`[tail] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const { url, env, db, seed } = await benchDatabase(log)
+const { env, db, seed } = await benchDatabase(log)
 if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench'`)).rows[0].n) < GET_ROWS) await seed(1, GET_ROWS)
 await db.query('VACUUM (ANALYZE) sources')
 
