@@ -18,7 +18,7 @@ COPY src/map/public ./src/map/public
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:3000/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The command of `npm start` (package.json): young-generation semi-spaces of 1 MB, the old
+# The command of `npm start` (package.json): young-generation semi-spaces of 8 MB, the old
 # generation grown by 20 % at a time, and dist/main.cjs sizing libuv's threadpool to the cores
-# keep the service under 150 MB under load; see docs/operations.md and docs/performance.md.
-CMD ["node", "--max-semi-space-size=1", "--heap-growing-percent=20", "dist/main.cjs"]
+# keep the service under 256 MB under load; see docs/operations.md and docs/performance.md.
+CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=20", "dist/main.cjs"]

@@ -25,7 +25,7 @@ migrate: build ## Apply pending sql/ migrations to DATABASE_URL (idempotent)
 # node itself, not npm start: a supervisor's SIGTERM then reaches the service (npm would be left
 # to forward it). The flags are npm start's (docs/operations.md, "Running it").
 start: build ## Start the service (reads .env); SIGTERM drains and exits
-	exec node --max-semi-space-size=1 --heap-growing-percent=20 dist/main.cjs
+	exec node --max-semi-space-size=8 --heap-growing-percent=20 dist/main.cjs
 
 run: start ## Same as start
 

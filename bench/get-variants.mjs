@@ -30,7 +30,7 @@ async function start (name, args, extraEnv, cwd = process.cwd()) {
   const port = await freePort()
   const child = spawn(process.execPath, args, { cwd, env: { ...env, ...extraEnv, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
   process.on('exit', () => child.kill())
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     try { const r = await fetch(`http://127.0.0.1:${port}/${extraEnv.READY_PATH ?? 'ready'}`); if (r.status < 500) break } catch {}
     await sleep(100)
   }

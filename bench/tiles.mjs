@@ -3,7 +3,8 @@
 // a row from (-15, -15), so the whole seeded area is equally dense), in one run, at z14, z10 and
 // z6 over tiles inside the seeded area:
 // - tiles/s of the service (wrk, 16 connections, fresh requests: no If-None-Match, and the service
-//   keeps no tile cache) against pgbench running the service's own ST_AsMVT statement (taken from
+//   runs with TILES_CACHE_BYTES=0, so every tile is drawn; bench/tile-cache.mjs measures the
+//   cache) against pgbench running the service's own ST_AsMVT statement (taken from
 //   its build: tileQuery in src/tiles/tiles.repository.ts, the same SQL with the same parameters,
 //   one pgbench script per tile with its parameters as \set variables; a tile the service draws
 //   again because it is over TILES_MAX_BYTES has all its statements in the script), at 16 clients
@@ -27,9 +28,8 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
-import { Kysely, PostgresDialect } from 'kysely'
-import pg from 'pg'
 import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
+import { MAX_BYTES, MAX_FEATURES, servicePath, tilePgbench, tilesAt as tilesIn } from './tile-statements.mjs'
 
 for (const [bin, args, pkg] of [['wrk', ['--version'], 'wrk'], ['lighttpd', ['-v'], 'lighttpd'], ['/usr/lib/cgi-bin/mapserv', ['-v'], 'cgi-mapserver']]) {
   if (spawnSync(bin, args).error !== undefined) {
@@ -48,6 +48,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 4)
 const CONNECTIONS = 16
 const CORES = cpus().length
 const TILES_PER_ZOOM = 64
+const tilesAt = (z) => tilesIn(z, ROWS)
 const log = (m) => process.stderr.write(`[tiles] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
@@ -72,9 +73,9 @@ if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation
 await db.query('VACUUM (ANALYZE) sources')
 const pgUrl = new URL(url)
 
-// The service as npm start runs it, its pool at 2 per core (as bench/cql2.mjs), default tile limits.
+// The service as npm start runs it, its pool at 2 per core (as bench/cql2.mjs), default tile limits, no tile cache.
 const port = await freePort()
-const serviceEnv = { ...env, DB_POOL_MAX: String(2 * CORES), PORT: String(port), NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }
+const serviceEnv = { ...env, TILES_CACHE_BYTES: '0', DB_POOL_MAX: String(2 * CORES), PORT: String(port), NODE_ENV: 'production', LOG_LEVEL: 'warn', JWT_SECRET, RATE_LIMIT_MAX: '1000000000' }
 for (const k of ['TILES_MAX_FEATURES', 'TILES_MAX_BYTES']) delete serviceEnv[k]
 const service = spawn(process.execPath, SERVICE_ARGS, { env: serviceEnv, stdio: ['ignore', 'ignore', 'inherit'] })
 process.on('exit', () => service.kill())
@@ -139,86 +140,8 @@ const msBase = `http://127.0.0.1:${msPort}`
 const msPath = ({ z, x, y }) => `/mapserver?map=sources&mode=tile&tilemode=gmap&tile=${x}+${y}+${z}&layers=all&map.imagetype=mvt`
 for (let i = 0; i < 100; i++) { try { if ((await fetch(`${msBase}${msPath({ z: 0, x: 0, y: 0 })}`)).ok) break } catch {} await sleep(100) }
 
-// Tiles inside the seeded area (x -15..15, y -15..-15 + rows × 0.01): those wholly inside, or,
-// where none is (a low zoom, or a small seed), those that overlap it; at most TILES_PER_ZOOM.
-const yTop = -15 + Math.ceil(ROWS / 3000) * 0.01
-const lonToX = (lon, n) => ((lon + 180) / 360) * n
-const latToY = (lat, n) => { const r = (lat * Math.PI) / 180; return ((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n }
-function tilesAt (z) {
-  const n = 2 ** z
-  const [x0, x1, y0, y1] = [lonToX(-15, n), lonToX(15, n), latToY(yTop, n), latToY(-15, n)]
-  let tiles = []
-  for (let x = Math.ceil(x0); x + 1 <= x1; x++) for (let y = Math.ceil(y0); y + 1 <= y1; y++) tiles.push({ z, x, y })
-  if (tiles.length === 0) for (let x = Math.floor(x0); x < x1; x++) for (let y = Math.floor(y0); y < y1; y++) tiles.push({ z, x, y })
-  // An even sample, so that every run takes the same tiles.
-  if (tiles.length > TILES_PER_ZOOM) tiles = Array.from({ length: TILES_PER_ZOOM }, (_, i) => tiles[Math.floor((i * tiles.length) / TILES_PER_ZOOM)])
-  return tiles
-}
-const servicePath = ({ z, x, y }) => `/collections/sources/tiles/WebMercatorQuad/${z}/${y}/${x}`
-
-// The statements the service runs for a tile, as its build makes them: a Kysely on the bench
-// database whose log hands back each executed query's SQL and parameters.
-const { tileQuery } = await import('../dist/tiles/tiles.repository.js')
+const { statementsOf, files: pgbenchFiles, run: pgbench, close: closePgbench } = await tilePgbench(url, { log })
 const { EXTENT } = await import('../dist/tiles/tile-matrix.js')
-let lastQuery
-const kdb = new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }), log: (e) => { lastQuery = e.query } })
-const MAX_FEATURES = 10_000 // TILES_MAX_FEATURES's default
-const MAX_BYTES = 512_000 // TILES_MAX_BYTES's default
-const scope = { organisation: 'bench' }
-/** The MVT statements the service's store runs for `tile` (tiles.store.ts: again with half the features it held while over MAX_BYTES), and the features the last one drew. */
-async function statementsOf (tile) {
-  const mvt = []
-  let features = 0
-  for (let maxFeatures = MAX_FEATURES; ;) {
-    const r = await tileQuery(kdb, { tile, scope, filter: {}, maxFeatures })
-    mvt.push(lastQuery)
-    const bytes = r.rows[0]?.mvt?.length ?? 0
-    features = r.rows[0]?.features ?? 0
-    if (bytes <= MAX_BYTES || maxFeatures <= 100) break
-    maxFeatures = Math.max(100, Math.floor(Math.min(maxFeatures, features) / 2))
-  }
-  return { mvt, features }
-}
-
-// pgbench: one script per tile (picked at random, as the HTTP loads pick paths), each statement's
-// parameters as pgbench variables: numbers by \set in the script, strings (the organisation) by
-// -D. pgbench reads ":name" as a variable, so each single colon (in string literals only: to_char's
-// format; casts are "::") becomes chr(58), which PostgreSQL folds back into the constant.
-const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
-const pgDir = tempDir('bench-tiles-pgbench-')
-const strings = new Map()
-function pgStatement (q, prefix, sets) {
-  return q.sql.replace(/(?<!:):(?!:)/g, "' || chr(58) || '").replace(/\$(\d+)/g, (_, n) => {
-    const v = q.parameters[Number(n) - 1]
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw new Error(`parameter ${n}: ${v}`)
-      sets.push(`\\set ${prefix}${n} ${Number.isInteger(v) ? v : v.toPrecision(17)}`)
-      return `:${prefix}${n}`
-    }
-    if (typeof v !== 'string') throw new Error(`parameter ${n} is ${typeof v}`)
-    if (![...strings.values()].includes(v)) strings.set(`s${strings.size}`, v)
-    return `:${[...strings.entries()].find(([, s]) => s === v)[0]}`
-  }).replace(/\s*\n\s*/g, ' ') + ';'
-}
-function pgbenchFiles (name, perTile) {
-  return perTile.map((st, i) => {
-    const sets = []
-    const lines = st.mvt.map((q, k) => pgStatement(q, `m${k}_`, sets))
-    const file = join(pgDir, `${name}-${i}.sql`)
-    writeFileSync(file, `${sets.join('\n')}\n${lines.join('\n')}\n`)
-    return file
-  })
-}
-function pgbench (files, clients, duration) {
-  const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(2, clients)), '-T', String(duration), ...[...strings].flatMap(([k, v]) => ['-D', `${k}=${v}`]), ...files.flatMap((f) => ['-f', f]), url]
-  const r = spawnSync(pgbenchBin, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-  if (r.status !== 0) throw new Error(`pgbench: ${r.stderr}`)
-  const tps = Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1])
-  const failed = Number(/number of failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0)
-  if (failed > 0) log(`pgbench: ${failed} failed transactions`)
-  log(`pgbench (${clients} clients, ${files.length} scripts): ${tps.toFixed(1)} tps`)
-  return tps
-}
 
 function load (target, paths, duration, headers) {
   const s = { url: target === 'mapserver' ? msBase : base, connections: CONNECTIONS, duration, timeout: TIMEOUT, token: target === 'mapserver' ? undefined : token, headers, kind: 'paths', paths, client: 'wrk' }
@@ -316,6 +239,6 @@ out.push(`### Vector tiles on ${ROWS.toLocaleString('en')} sources (${CONNECTION
 out.push(`- Peak RSS of the service (VmHWM) while serving z6 tiles at ${CONNECTIONS} connections: ${Math.round(z6Peak)} MB.`)
 out.push(`- Service: DB_POOL_MAX=${2 * CORES} (so tiles drawn at once: TILES_CONCURRENCY 4 capped at ${2 * CORES - 1}), TILES_MAX_FEATURES ${MAX_FEATURES}, TILES_MAX_BYTES ${MAX_BYTES} (defaults); tiles of extent ${EXTENT}. Sizes and latencies over the first ${Math.min(20, TILES_PER_ZOOM)} tiles of each zoom (features over the first 10, MapServer's sizes over the first ${MS_SAMPLE}), one request at a time. Bound: 1 / (1 / 304s + 1 / pgbench), what the service could reach if each tile cost it a 304's work plus pgbench's statement, on the same cores.`)
 process.stdout.write(`${out.join('\n')}\n`)
-await kdb.destroy()
+await closePgbench()
 await db.end()
 process.exit(0)

@@ -38,7 +38,7 @@ import attributeSchemasRoutes from './sources/attribute-schemas.routes.js'
 import featuresRoutes from './features/features.routes.js'
 import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
-import { plainTileStore } from './tiles/tiles.store.js'
+import { cachedTileStore, plainTileStore } from './tiles/tiles.store.js'
 import mapRoutes, { tileOrigin } from './map/map.routes.js'
 import { cursorCodec } from './events/cursor.js'
 import { Deliverer } from './events/deliverer.js'
@@ -144,9 +144,13 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(sourcesRoutes, { config: section.sources, store: sources, schemas })
   await app.register(attributeSchemasRoutes, { schemas })
   await app.register(featuresRoutes, { config: section.sources, store: sources, schemas, conformance: TILES_CONFORMANCE })
+  const drawnTiles = plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox, readsInFlight: batching?.readsInFlight })
+  const tileStore = section.tiles.TILES_CACHE_BYTES === 0
+    ? drawnTiles
+    : cachedTileStore(drawnTiles, { maxBytes: section.tiles.TILES_CACHE_BYTES, lookups: metrics.tileCacheLookups, onCache: metrics.addTileCache })
   await app.register(tilesRoutes, {
     config: section.tiles,
-    store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox }),
+    store: tileStore,
     // A connection is always left for other requests.
     drawing: new AdmissionQueue(Math.max(1, Math.min(section.tiles.TILES_CONCURRENCY, section.database.DB_POOL_MAX - 1)), section.tiles.TILES_QUEUE)
   })

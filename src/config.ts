@@ -58,7 +58,8 @@ export const TilesEnvSchema = Type.Object({
   TILES_MAX_BYTES: Type.Integer({ default: 512000, minimum: 10000, description: 'Vector tiles: a tile over this many bytes is drawn again with half the features, down to 100.' }),
   TILES_MAX_AGE_SECONDS: Type.Integer({ default: 10, minimum: 0, maximum: 3600, description: 'Vector tiles: `Cache-Control: private, max-age`; after it a client revalidates with its ETag (304).' }),
   TILES_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 200, description: 'Vector tiles drawn at once per instance (never more than `DB_POOL_MAX` − 1, so other requests always find a connection); the others wait in order without holding a connection. A zoomed-out tile costs the database up to seconds: about one per core of PostgreSQL is right.' }),
-  TILES_QUEUE: Type.Integer({ default: 256, minimum: 0, description: 'Vector tiles that may wait to be drawn; beyond, 503 with `Retry-After: 1`.' })
+  TILES_QUEUE: Type.Integer({ default: 256, minimum: 0, description: 'Vector tiles that may wait to be drawn; beyond, 503 with `Retry-After: 1`.' }),
+  TILES_CACHE_BYTES: Type.Integer({ default: 16777216, minimum: 0, description: 'Vector tiles: bytes of drawn tiles kept in memory per instance (least recently used out first), each with the change counters of its ETag; a tile asked again by anyone of the same scope and filter is served from memory while no write touched it, on any instance (the counters are read from the database on every request). 0: no cache.' })
 }, { title: 'Vector tiles', description: 'OGC API – Tiles (`/collections/sources/tiles`).' })
 
 export const MapEnvSchema = Type.Object({

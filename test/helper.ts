@@ -122,6 +122,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     TILES_MAX_AGE_SECONDS: 10,
     TILES_CONCURRENCY: 4,
     TILES_QUEUE: 256,
+    TILES_CACHE_BYTES: 16777216,
     MAP_TILE_URL: 'none',
     MAP_TILE_ATTRIBUTION: '',
     BODY_LIMIT_BYTES: 10 * 1024 * 1024,
@@ -169,6 +170,27 @@ export async function build (t: Tap, overrides: Partial<AppConfig> = {}, { url }
   await app.ready()
   t.teardown(() => app.close())
   return { app, db: app.db, url: target }
+}
+
+/**
+ * Another instance of the app on the database of `first`, with its own caches: on the server
+ * backend with a pool of its own; embedded (a data directory serves one process) on the same
+ * database handle, which this instance leaves open when it closes.
+ */
+export async function secondInstance (t: Tap, first: TestApp, overrides: Partial<AppConfig> = {}): Promise<TestApp> {
+  if (backend === 'server') return await build(t, overrides, { url: first.url })
+  const db = first.db
+  const shared = new Proxy(db, {
+    get: (target, key) => {
+      if (key === 'destroy') return async () => {}
+      const value: unknown = Reflect.get(target, key, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+  const app = await buildApp({ config: testConfig({ ...targetConfig(first.url), ...overrides }), db: shared })
+  await app.ready()
+  t.teardown(() => app.close())
+  return { app, db: shared, url: first.url }
 }
 
 export const PASSWORD = 'correct horse battery staple'

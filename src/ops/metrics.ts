@@ -1,6 +1,6 @@
 // Prometheus metrics (prom-client), one registry per app: HTTP requests by route pattern, method
 // and status; the database pools; statement timeouts; rate-limit and login-throttle refusals;
-// conflict pairs recorded; the replicas (ops/replicas.ts registers its own); Node's default
+// conflict pairs recorded; the tile cache's lookups and size; the replicas (ops/replicas.ts registers its own); Node's default
 // process metrics. Labels never carry an id: a route is its pattern (/collections/sources/items/:id),
 // a request no route matched is "unmatched".
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
@@ -24,6 +24,10 @@ export interface Metrics {
   rateLimited: Counter
   loginRefused: Counter<'limit'>
   conflictPairs: Counter
+  /** Tile requests answered from the tile cache (hit) or drawn (miss: absent or changed since). */
+  tileCacheLookups: Counter<'result'>
+  /** The tile cache whose bytes and entries are reported (tiles.store.ts). */
+  addTileCache: (read: () => { bytes: number, entries: number }) => void
   /** The pools whose size, use and queue are reported, by name ("primary", "replica-1", …). */
   addPool: (name: string, db: Kysely<Database>) => void
 }
@@ -32,6 +36,16 @@ export function createMetrics (): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const pools = new Map<string, Kysely<Database>>()
+  let tileCache: (() => { bytes: number, entries: number }) | undefined
+  const tileCacheGauge = (name: string, help: string, read: (c: { bytes: number, entries: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect () { this.set(tileCache === undefined ? 0 : read(tileCache())) }
+    })
+  tileCacheGauge('source_registry_tile_cache_bytes', 'Bytes of drawn tiles held by the tile cache (TILES_CACHE_BYTES at most).', (c) => c.bytes)
+  tileCacheGauge('source_registry_tile_cache_entries', 'Tiles held by the tile cache.', (c) => c.entries)
   const poolGauge = (name: string, help: string, read: (p: { totalCount: number, idleCount: number, waitingCount: number }) => number) =>
     new Gauge({
       name,
@@ -63,6 +77,8 @@ export function createMetrics (): Metrics {
     rateLimited: new Counter({ name: 'source_registry_rate_limit_rejections_total', help: 'Requests refused 429 by the request rate limit (RATE_LIMIT_MAX).', registers: [registry] }),
     loginRefused: new Counter({ name: 'source_registry_login_throttle_rejections_total', help: 'Logins refused 429 by the login throttle, by the limit reached (pair, address).', labelNames: ['limit'], registers: [registry] }),
     conflictPairs: new Counter({ name: 'source_registry_conflict_pairs_total', help: 'Conflict pairs (two sources claiming the same land for the same time) recorded by writes of this instance.', registers: [registry] }),
-    addPool: (name, db) => { pools.set(name, db) }
+    tileCacheLookups: new Counter({ name: 'source_registry_tile_cache_lookups_total', help: 'Tile requests answered from the tile cache (result "hit") or drawn (result "miss"); the hit ratio is hit / (hit + miss).', labelNames: ['result'], registers: [registry] }),
+    addPool: (name, db) => { pools.set(name, db) },
+    addTileCache: (read) => { tileCache = read }
   }
 }

@@ -145,6 +145,16 @@ export async function tileChanges (db: Db, tile: Tile): Promise<string> {
   return rows[0]?.n ?? '0'
 }
 
+/**
+ * tileChanges of several tiles in one statement (a batch of requests, tiles.store.ts), one
+ * answer per tile in order.
+ */
+export async function tilesChanges (db: Db, tiles: Tile[]): Promise<string[]> {
+  const columns = tiles.map((tile, i) => sql`(${changesSum(tile)}) AS ${sql.ref(`c${i}`)}`)
+  const { rows } = await sql<Record<string, string>>`SELECT ${sql.join(columns)}`.execute(db)
+  return tiles.map((_, i) => rows[0]?.[`c${i}`] ?? '0')
+}
+
 function changesSum (tile: Tile): RawBuilder<string> {
   const ranges = changeCells(tile).map((c) =>
     sql`(z = ${c.z} AND x BETWEEN ${c.x0} AND ${c.x1} AND y BETWEEN ${c.y0} AND ${c.y1})`)

@@ -7,7 +7,8 @@
 // hash the caller's scope, the filters, the tile and the database's change counters around it
 // (sql/functions/tile_changes.sql), so a write anywhere in a tile changes its ETag on every
 // instance, and If-None-Match answers 304 without drawing the tile. A tile is drawn with its
-// counters in one statement, so its ETag is exact for its bytes.
+// counters in one statement, so its ETag is exact for its bytes; a tile drawn before is sent
+// from memory while those counters stand (TILES_CACHE_BYTES, tiles.store.ts).
 import { SECURITY } from '../http/security.js'
 import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -196,10 +197,16 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     void reply.header('cache-control', `private, max-age=${maxAgeSeconds}`).header('vary', 'Authorization')
     // A revalidation reads the counters alone; a match is 304 without drawing.
     const ifNoneMatch = request.headers['if-none-match']
+    let changes: string | undefined
     if (ifNoneMatch !== undefined) {
-      const etag = etagOf(await store.changes(tile))
+      changes = await store.changes(tile)
+      const etag = etagOf(changes)
       if (matches(ifNoneMatch, etag)) return await reply.header('etag', etag).code(304).send()
     }
+    const input = { tile, scope, filter, maxFeatures }
+    // Drawn before and nothing written around it since (TILES_CACHE_BYTES): from memory, not queued.
+    const kept = await store.cached(input, changes)
+    if (kept !== undefined) return await sendDrawn(reply, kept, etagOf, empty)
     // Drawn TILES_CONCURRENCY at a time: sixteen zoomed-out tiles at once would otherwise hold
     // every pool connection for seconds, and the requests behind them would fail waiting for one.
     const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
@@ -210,12 +217,14 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     }
     let drawn: { mvt: Buffer, changes: string }
     try {
-      drawn = await store.tile({ tile, scope, filter, maxFeatures })
+      drawn = await store.tile(input)
     } finally {
       admitted()
     }
-    // The ETag of the counters read with the bytes (a write after a revalidation's read is in both).
-    const { mvt, changes } = drawn
+    return await sendDrawn(reply, drawn, etagOf, empty)
+  }
+  // The ETag of the counters read with the bytes (a write after a revalidation's read is in both).
+  const sendDrawn = async (reply: FastifyReply, { mvt, changes }: { mvt: Buffer, changes: string }, etagOf: (changes: string) => string, empty: 204 | Buffer) => {
     void reply.header('etag', etagOf(changes))
     if (mvt.length > 0) return await reply.type(MVT).send(mvt)
     return empty === 204 ? await reply.code(204).send() : await reply.type(MVT).send(empty)
