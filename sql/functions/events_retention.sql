@@ -44,13 +44,13 @@ BEGIN
     WHERE (e.txid, e.seq) > (from_txid, from_seq) AND e.txid < horizon
     ORDER BY e.txid, e.seq
     LIMIT batch
-  ), leading AS (
+  ), head AS (
     SELECT c.txid, c.seq,
       bool_and(c.time < now() - retention AND (floor_txid IS NULL OR (c.txid, c.seq) <= (floor_txid, floor_seq)))
         OVER (ORDER BY c.txid, c.seq) AS expired
     FROM candidates AS c
   ), gone AS (
-    DELETE FROM events AS e USING leading AS l
+    DELETE FROM events AS e USING head AS l
     WHERE l.expired AND e.txid = l.txid AND e.seq = l.seq
     RETURNING e.txid, e.seq
   )
