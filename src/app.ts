@@ -166,6 +166,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     retentionMs,
     batch: section.events.EVENTS_RETENTION_BATCH,
     checkMs: section.events.EVENTS_RETENTION_CHECK_MS,
+    vacuum: section.database.DATABASE_URL === undefined,
     log: app.log
   })
   await app.register(eventsRoutes, { config: section.events, store: events, hub, cursors: cursorCodec(section.auth.JWT_SECRET) })

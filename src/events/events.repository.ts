@@ -92,6 +92,10 @@ export async function currentPosition (db: Db): Promise<Position> {
   return { txid: rows[0]?.txid ?? '0', seq: '0' }
 }
 
+export async function vacuumEvents (db: Db): Promise<void> {
+  await sql`VACUUM (ANALYZE) events`.execute(db)
+}
+
 export interface FeedHead {
   /** The last event below the horizon, as "txid.seq" ('' when none): it changes exactly when events become servable. */
   last: string

@@ -5,7 +5,7 @@ import type { Position } from './cursor.js'
 import {
   type Attempt, type DeliveryRow, type FeedHead, type FeedPage, type FeedQuery, type Lease, type NewSubscription, type PositionState, type SubscriptionRow,
   currentPosition, deleteSubscription, findSubscription, insertSubscription, leaseSubscriptions, listDeliveries, listSubscriptions,
-  positionState, pruneDeliveries, readFeed, readHead, recordDeliveries, removeExpiredEvents
+  positionState, pruneDeliveries, readFeed, readHead, recordDeliveries, removeExpiredEvents, vacuumEvents
 } from './events.repository.js'
 
 export interface EventStore {
@@ -24,6 +24,8 @@ export interface EventStore {
   prune: () => Promise<void>
   /** One retention batch: how many events it removed (undefined: another session is removing). */
   removeExpired: (retentionMs: number, batch: number) => Promise<number | undefined>
+  /** VACUUM (ANALYZE) events: where no autovacuum runs. */
+  vacuum: () => Promise<void>
 }
 
 export function eventStore (db: Kysely<Database>): EventStore {
@@ -40,6 +42,7 @@ export function eventStore (db: Kysely<Database>): EventStore {
     lease: (n, leaseMs) => leaseSubscriptions(db, n, leaseMs),
     record: (lease, to) => recordDeliveries(db, lease, to),
     prune: () => pruneDeliveries(db),
-    removeExpired: (retentionMs, batch) => removeExpiredEvents(db, retentionMs, batch)
+    removeExpired: (retentionMs, batch) => removeExpiredEvents(db, retentionMs, batch),
+    vacuum: () => vacuumEvents(db)
   }
 }

@@ -11,6 +11,8 @@ export interface RetentionOptions {
   retentionMs: number
   batch: number
   checkMs: number
+  /** VACUUM events after a round that removed some: the embedded backend (PGlite) runs no autovacuum. */
+  vacuum: boolean
   log: FastifyBaseLogger
 }
 
@@ -57,7 +59,10 @@ export class EventRetention {
       // Let the requests that queued for a connection meanwhile go first.
       await new Promise((resolve) => setImmediate(resolve))
     }
-    if (total > 0) this.opts.log.info({ removed: total }, 'events retention: expired events removed')
+    if (total > 0) {
+      this.opts.log.info({ removed: total }, 'events retention: expired events removed')
+      if (this.opts.vacuum && !this.closed) await this.store.vacuum()
+    }
     return total
   }
 }
