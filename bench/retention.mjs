@@ -30,7 +30,7 @@ const service = spawn(process.execPath, SERVICE_ARGS, {
   stdio: ['ignore', 'ignore', 'inherit']
 })
 process.on('exit', () => service.kill())
-for (let i = 0; i < 200; i++) {
+for (let i = 0; i < 1200; i++) {
   try { if ((await fetch(`${base}/ready`)).status === 200) break } catch {}
   await sleep(100)
 }
