@@ -6,7 +6,7 @@ import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Kysely } from 'kysely'
 import { randomUUID } from 'node:crypto'
-import { type AppConfig, sections } from './config.js'
+import { type AppConfig, durationMs, sections } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError, ErrorBodySchemas } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
@@ -44,6 +44,7 @@ import { cursorCodec } from './events/cursor.js'
 import { Deliverer } from './events/deliverer.js'
 import { eventStore } from './events/events.store.js'
 import { EventHub } from './events/hub.js'
+import { EventRetention } from './events/retention.js'
 import eventsRoutes from './events/events.routes.js'
 import subscriptionsRoutes from './events/subscriptions.routes.js'
 
@@ -168,10 +169,19 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     allowPrivate: section.events.WEBHOOK_ALLOW_PRIVATE,
     log: app.log
   })
+  const retentionMs = durationMs(section.events.EVENTS_RETENTION)
+  if (retentionMs === undefined) throw new Error(`EVENTS_RETENTION is not a duration: ${section.events.EVENTS_RETENTION}`)
+  const retention = new EventRetention(events, {
+    retentionMs,
+    batch: section.events.EVENTS_RETENTION_BATCH,
+    checkMs: section.events.EVENTS_RETENTION_CHECK_MS,
+    vacuum: section.database.DATABASE_URL === undefined,
+    log: app.log
+  })
   await app.register(eventsRoutes, { config: section.events, store: events, hub, cursors: cursorCodec(section.auth.JWT_SECRET) })
   await app.register(subscriptionsRoutes, { config: section.events, store: events })
-  app.addHook('onReady', async () => { hub.start(); deliverer.start() })
-  app.addHook('preClose', async () => { await deliverer.close(); await hub.close() })
+  app.addHook('onReady', async () => { hub.start(); deliverer.start(); retention.start() })
+  app.addHook('preClose', async () => { await retention.close(); await deliverer.close(); await hub.close() })
   await app.register(openApiRoutes)
 
   return app

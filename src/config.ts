@@ -4,6 +4,7 @@
 // Descriptions are Markdown: docs/operations.md's tables are generated from them (config-docs.ts).
 import { type Static, type TObject, Type } from '@sinclair/typebox'
 import envSchema from 'env-schema'
+import parseDuration from 'parse-duration'
 
 export const HttpEnvSchema = Type.Object({
   HOST: Type.String({ default: '127.0.0.1', minLength: 1, description: 'Address to listen on (`0.0.0.0`: every interface).' }),
@@ -71,6 +72,9 @@ export const EventsEnvSchema = Type.Object({
   EVENTS_LISTEN_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'A **direct** `postgres://` connection (not through a transaction-pooling PgBouncer) on which each instance LISTENs for new events, so SSE streams and webhooks learn of them at commit. Unset: each instance polls every `EVENTS_POLL_MS` ([events](#events-listen-and-pgbouncer)). Needs `DATABASE_URL`.' })),
   EVENTS_POLL_MS: Type.Integer({ default: 500, minimum: 20, maximum: 60000, description: 'How often each instance looks for new events when it does not LISTEN (with `EVENTS_LISTEN_URL`: a fallback every 10 × this).' }),
   EVENTS_HEARTBEAT_MS: Type.Integer({ default: 15000, minimum: 100, maximum: 15000, description: 'An SSE stream sends a comment at least this often, so proxies keep it open.' }),
+  EVENTS_RETENTION: Type.String({ default: '30d', minLength: 2, description: 'Events older than this are removed in the background, in small batches (`30d`, `12h`, `90s`, `1h 30m`; at least `1s`); a feed cursor or `Last-Event-ID` from before the oldest kept event gets 410 ([retention](#event-retention)). An event an active webhook subscription has not yet received is kept.' }),
+  EVENTS_RETENTION_BATCH: Type.Integer({ default: 1000, minimum: 1, maximum: 100000, description: 'Events removed per transaction by the retention; batches follow one another until nothing expired is left.' }),
+  EVENTS_RETENTION_CHECK_MS: Type.Integer({ default: 60000, minimum: 100, description: 'How often each instance looks for expired events (one instance removes at a time: an advisory lock).' }),
   WEBHOOK_ALLOW_PRIVATE: Type.Boolean({ default: false, description: 'Allow webhook URLs on `http` and on loopback, private, link-local and metadata addresses: development and tests only.' }),
   WEBHOOK_RETRY_FOR: Type.Integer({ default: 86400, minimum: 1, description: 'Seconds a subscription\'s deliveries are retried (exponential backoff with jitter) before it is marked `failing`; it is still retried then, every hour at most.' }),
   WEBHOOK_RETRY_BASE_MS: Type.Integer({ default: 5000, minimum: 10, description: 'The first retry\'s delay; each further one doubles it (up to an hour), with jitter.' }),
@@ -154,6 +158,13 @@ export function sections<C extends Config> (config: C): Sections<C> {
   return Object.freeze(Object.fromEntries(Object.entries(ConfigSections).map(([name, schema]) => [name, cut(schema)]))) as Sections<C>
 }
 
+/** A duration variable in milliseconds (`30d`, `90s`, `1h 30m`: parse-duration); undefined when it is not one. */
+export function durationMs (text: string): number | undefined {
+  if (!/^\s*\d/.test(text) || !/[a-zµ]\s*$/i.test(text)) return undefined
+  const ms = parseDuration(text)
+  return ms === null || !Number.isFinite(ms) ? undefined : ms
+}
+
 /** A configuration that cannot work; its message is one line naming the variable. */
 export class ConfigError extends Error {}
 
@@ -187,6 +198,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (config.WEBHOOK_LEASE_MS < 2 * config.WEBHOOK_TIMEOUT_MS) {
       throw new Error('env WEBHOOK_LEASE_MS must be at least twice WEBHOOK_TIMEOUT_MS (a lease outlives the deliveries made under it)')
+    }
+    const retention = durationMs(config.EVENTS_RETENTION)
+    if (retention === undefined || retention < 1000) {
+      throw new Error(`env EVENTS_RETENTION must be a duration of at least 1s with its unit (30d, 12h, 90s), not "${config.EVENTS_RETENTION}"`)
     }
     if (config.ADMIN_PASSWORD !== undefined && config.ADMIN_EMAIL === undefined) {
       throw new Error('env ADMIN_PASSWORD is set without ADMIN_EMAIL')

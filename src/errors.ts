@@ -24,6 +24,7 @@ export const ErrorStatus = {
   API_KEY_LIMIT: 409,
   SUBSCRIPTION_LIMIT: 409,
   GONE: 410,
+  CURSOR_EXPIRED: 410,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   ATTRIBUTES_TOO_LARGE: 413,
@@ -65,7 +66,8 @@ export const ErrorSchema = Type.Object({
   details: Type.Optional(Type.Array(ErrorDetailSchema)),
   request_id: Type.Optional(Type.String()),
   deleted_at: Type.Optional(Type.String({ description: 'For GONE: when the source was deleted.' })),
-  version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' }))
+  version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' })),
+  oldest: Type.Optional(Type.String({ description: 'For CURSOR_EXPIRED: the oldest cursor still served.' }))
 }, { $id: 'Error' })
 export type ErrorBody = Static<typeof ErrorSchema>
 
@@ -81,7 +83,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   406: 'The Accept header asks for a media type this resource is not sent in.',
   408: 'The request did not arrive in time.',
   409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with.',
-  410: 'The source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions).',
+  410: '`GONE`: the source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions). `CURSOR_EXPIRED`: the feed cursor (or `Last-Event-ID`) lies before the oldest event kept (`EVENTS_RETENTION`): events after it were removed; `oldest` is the oldest cursor still served.',
   412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
   413: 'PAYLOAD_TOO_LARGE: the request body is over the size limit; the connection is closed after this answer. ATTRIBUTES_TOO_LARGE: a feature\'s attributes are over 16,384 bytes: `details` points at each.',
   414: 'A path segment is longer than any id of this service.',
@@ -122,7 +124,13 @@ function errorBodySchema (status: ErrorHttpStatus) {
     message: Type.String(),
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes }),
     ...(WITH_DETAILS.has(status) ? { details: Type.Optional(Type.Array(ErrorDetailSchema)) } : {}),
-    ...(status === 410 ? { deleted_at: Type.String({ format: 'date-time', description: 'When the source was deleted.' }), version: Type.Integer({ minimum: 2, description: 'The version its deletion is.' }) } : {}),
+    ...(status === 410
+      ? {
+          deleted_at: Type.Optional(Type.String({ format: 'date-time', description: 'GONE: when the source was deleted.' })),
+          version: Type.Optional(Type.Integer({ minimum: 2, description: 'GONE: the version its deletion is.' })),
+          oldest: Type.Optional(Type.String({ description: 'CURSOR_EXPIRED: the oldest cursor still served: `?after=` (or `Last-Event-ID`) with it reads from the oldest event kept.' }))
+        }
+      : {}),
     ...(status === 412 ? { version: Type.Optional(Type.Integer({ minimum: 1, description: 'For a source: its current version (the ETag to send is W/"<version>").' })) } : {}),
     ...(status >= 500 ? { request_id: Type.String({ description: 'The request\'s id (also X-Request-ID), as the log has it.' }) } : {})
   }, { $id: `Error${status}`, additionalProperties: false })
@@ -149,8 +157,8 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   readonly details?: ErrorDetail[]
   readonly headers?: Record<string, string>
-  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version'>
-  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version'> } = {}) {
+  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest'>
+  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest'> } = {}) {
     super(message)
     this.name = 'ApiError'
     this.code = code

@@ -29,13 +29,13 @@ export function asyncApiDocument (): Record<string, unknown> {
       stream: {
         address: '/events/stream',
         title: 'Server-Sent Events',
-        description: 'Each SSE message: id: a cursor (send it back as Last-Event-ID), event: the type, data: the CloudEvent.',
+        description: 'Each SSE message: id: a cursor (send it back as Last-Event-ID), event: the type, data: the CloudEvent. Events older than the retention (EVENTS_RETENTION, 30 days by default) are removed: a Last-Event-ID from before the oldest kept event is answered 410 with code CURSOR_EXPIRED and `oldest`, the oldest cursor still served (never a silent gap).',
         messages: refs
       },
       webhook: {
         address: '{subscriptionUrl}',
         title: 'Webhooks',
-        description: 'An HTTP POST per event to the URL of a subscription, in order per subscription, at least once; retried with backoff until a 2xx.',
+        description: 'An HTTP POST per event to the URL of a subscription, in order per subscription, at least once; retried with backoff until a 2xx. The retention keeps every event an active subscription has not received; a subscription marked failing loses those older than the retention, and its deliveries list records what was skipped.',
         parameters: { subscriptionUrl: { description: 'The url of a subscription (POST /subscriptions).' } },
         messages: refs
       }

@@ -8,7 +8,8 @@
 // A failure (non-2xx, no answer within WEBHOOK_TIMEOUT_MS, a refused address) stops the batch and
 // schedules the next attempt after base · 2^(failures−1), at most an hour, with full jitter in its
 // upper half. After WEBHOOK_RETRY_FOR seconds of failures the subscription is marked failing and
-// still retried, at the longest interval, so nothing is dropped; the events stay in the feed.
+// still retried, at the longest interval; its events stay in the feed until the retention
+// (EVENTS_RETENTION) removes them, which it does not while a subscription is active.
 import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
@@ -110,6 +111,14 @@ export class Deliverer {
     const attempts: Attempt[] = []
     let after: Position = lease.after
     let failed = false
+    // Only a subscription marked failing lets the retention remove what it has not received
+    // (sql/functions/events_retention.sql): the loss is recorded as an attempt, then it goes on.
+    if (comparePositions(after, page.removed) < 0) {
+      const eventId = `evt_${page.removed.seq}`
+      attempts.push({ eventId, statusCode: null, latencyMs: 0, at: new Date(), error: `not sent: the events up to ${eventId} were removed by the retention (EVENTS_RETENTION) while this subscription was failing` })
+      this.opts.log.warn({ subscription: lease.id, upTo: eventId }, 'webhook: events removed by the retention before their delivery were skipped')
+      after = page.removed
+    }
     for (const event of page.events) {
       // Past half the lease, stop: what is left goes under a new one, never under an expired one.
       if (this.closed || Date.now() - started > this.opts.leaseMs / 2) break

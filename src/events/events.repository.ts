@@ -29,12 +29,22 @@ export interface FeedPage {
   events: EventRow[]
   /** The horizon when read: every event of an older transaction was visible to this read. */
   horizon: string
+  /** The retention's mark when read: every event up to it is removed, none after it. */
+  removed: Position
+}
+
+// The retention's mark (sql/033_events_retention.sql), read in the same snapshot as the events.
+const REMOVED = sql`(SELECT r.removed_txid::text || '.' || r.removed_seq FROM events_retention AS r)`
+
+function positionText (text: string | null | undefined): Position {
+  const [txid = '0', seq = '0'] = (text ?? '0.0').split('.')
+  return { txid, seq }
 }
 
 export async function readFeed (db: Db, q: FeedQuery): Promise<FeedPage> {
-  const { rows } = await sql<EventRow & { horizon: string }>`
-    WITH h AS (SELECT events_horizon() AS xmin)
-    SELECT h.xmin::text AS horizon, e.txid::text AS txid, e.seq::text AS seq, e.type, e.subject, e.organisation,
+  const { rows } = await sql<EventRow & { horizon: string, removed: string }>`
+    WITH h AS (SELECT events_horizon() AS xmin, ${REMOVED} AS removed)
+    SELECT h.xmin::text AS horizon, h.removed, e.txid::text AS txid, e.seq::text AS seq, e.type, e.subject, e.organisation,
            events_utc(e.time) AS time, e.data
     FROM h LEFT JOIN LATERAL (
       SELECT * FROM events AS e
@@ -45,19 +55,45 @@ export async function readFeed (db: Db, q: FeedQuery): Promise<FeedPage> {
     ) AS e ON true
     ORDER BY e.txid, e.seq`.execute(db)
   const horizon = rows[0]?.horizon ?? '0'
-  return { horizon, events: rows.filter((r) => r.seq !== null).map(({ horizon: _, ...e }) => e) }
+  return {
+    horizon,
+    removed: positionText(rows[0]?.removed),
+    events: rows.filter((r) => r.seq !== null).map(({ horizon: _, removed: __, ...e }) => e)
+  }
 }
 
-/** Whether a position could have been given out by this database (not beyond its transactions). */
-export async function positionKnown (db: Db, p: Position): Promise<boolean> {
-  const { rows } = await sql<{ known: boolean }>`SELECT ${p.txid}::xid8 <= pg_snapshot_xmax(pg_current_snapshot()) AS known`.execute(db)
-  return rows[0]?.known === true
+export interface PositionState {
+  /** Whether the position could have been given out by this database (not beyond its transactions). */
+  known: boolean
+  /** The retention's mark: a position before it missed removed events. */
+  removed: Position
+}
+
+export async function positionState (db: Db, p: Position): Promise<PositionState> {
+  const { rows } = await sql<{ known: boolean, removed: string }>`
+    SELECT ${p.txid}::xid8 <= pg_snapshot_xmax(pg_current_snapshot()) AS known, ${REMOVED} AS removed`.execute(db)
+  return { known: rows[0]?.known === true, removed: positionText(rows[0]?.removed) }
+}
+
+/**
+ * One batch of the retention: removes up to `batch` of the oldest events older than `retentionMs`
+ * (events_remove_expired, sql/functions/events_retention.sql), in this statement's transaction.
+ * Undefined when another session is removing.
+ */
+export async function removeExpiredEvents (db: Db, retentionMs: number, batch: number): Promise<number | undefined> {
+  const { rows } = await sql<{ removed: number | null }>`
+    SELECT events_remove_expired(${retentionMs}::double precision * interval '1 millisecond', ${batch}::integer) AS removed`.execute(db)
+  return rows[0]?.removed ?? undefined
 }
 
 /** Now, as a position: every event written from here on comes after it. */
 export async function currentPosition (db: Db): Promise<Position> {
   const { rows } = await sql<{ txid: string }>`SELECT events_horizon()::text AS txid`.execute(db)
   return { txid: rows[0]?.txid ?? '0', seq: '0' }
+}
+
+export async function vacuumEvents (db: Db): Promise<void> {
+  await sql`VACUUM (ANALYZE) events`.execute(db)
 }
 
 export interface FeedHead {

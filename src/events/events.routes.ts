@@ -36,12 +36,20 @@ function organisationOf (request: FastifyRequest, asked: string | undefined): st
 }
 
 const eventsRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { config, store, hub, cursors }) => {
+  /** The oldest cursor still served: 410 for a position before it (events after it were removed). */
+  function expired (where: string, removed: Position): ApiError {
+    const oldest = cursors.encode(removed)
+    return new ApiError('CURSOR_EXPIRED', `${where} lies before the oldest event kept (EVENTS_RETENTION): events after it were removed. Resume from \`oldest\`, the oldest cursor still served.`, { fields: { oldest } })
+  }
+
   async function positionOf (cursor: string | undefined, where: string): Promise<Position | undefined> {
     if (cursor === undefined) return undefined
     const p = cursors.decode(cursor)
-    if (p === undefined || !await store.positionKnown(p)) {
+    const state = p === undefined ? undefined : await store.positionState(p)
+    if (p === undefined || state?.known !== true) {
       throw new ApiError('INVALID_CURSOR', `${where} is not a cursor this service gave out: use the \`next\` of GET /events, or an SSE message's id.`, { details: [{ pointer: where, message: 'unknown cursor' }] })
     }
+    if (comparePositions(p, state.removed) < 0) throw expired(where, state.removed)
     return p
   }
 
@@ -50,18 +58,21 @@ const eventsRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, 
     schema: {
       operationId: 'listEvents',
       summary: 'The change feed: events of your sources and their conflicts, oldest first',
-      description: 'Resume with ?after=<next>. The feed never skips an event: an event whose transaction is still open is served once it commits, before anything written after it began.',
+      description: 'Resume with ?after=<next>. The feed never skips an event: an event whose transaction is still open is served once it commits, before anything written after it began. Events older than the retention are removed; a cursor from before the oldest kept event is answered 410 `CURSOR_EXPIRED` with `oldest`, the oldest cursor still served (without ?after= the feed starts at the oldest kept event).',
       tags: TAGS,
       security: SECURITY,
       querystring: FeedQuerySchema,
-      response: { 200: FeedSchema, ...errorResponses(400, 401, 403, 429, 500, 503) }
+      response: { 200: FeedSchema, ...errorResponses(400, 401, 403, 410, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const organisation = organisationOf(request, request.query.organisation)
     const limit = request.query.limit === undefined ? 100 : Number(request.query.limit)
     if (limit < 1 || limit > 1000) throw new ApiError('VALIDATION_FAILED', `limit must be 1–1000, not ${limit}.`, { details: [{ pointer: '?limit', message: 'must be 1–1000' }] })
-    const after = await positionOf(request.query.after, '?after') ?? START
+    const asked = await positionOf(request.query.after, '?after')
+    const after = asked ?? START
     const page = await store.feed({ after, organisation, limit })
+    // A batch of the retention may have run between the check and this read.
+    if (asked !== undefined && comparePositions(asked, page.removed) < 0) throw expired('?after', page.removed)
     const last = page.events.at(-1)
     let next: Position = last !== undefined ? { txid: last.txid, seq: last.seq } : after
     // A page short of the limit read everything below the horizon: the next read may start there.
@@ -81,12 +92,12 @@ const eventsRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, 
     schema: {
       operationId: 'streamEvents',
       summary: 'The change feed, live, as Server-Sent Events',
-      description: 'Each message is one event: `id:` its cursor, `event:` its type, `data:` the CloudEvent. Reconnect with Last-Event-ID (EventSource does) to resume without a gap; a comment is sent at least every 15 s.',
+      description: 'Each message is one event: `id:` its cursor, `event:` its type, `data:` the CloudEvent. Reconnect with Last-Event-ID (EventSource does) to resume without a gap; a comment is sent at least every 15 s. A Last-Event-ID (or ?after=) from before the oldest event kept (the retention) is answered 410 `CURSOR_EXPIRED` with `oldest`; a stream that falls that far behind is closed, and its reconnection gets the 410.',
       tags: TAGS,
       security: SECURITY,
       querystring: StreamQuerySchema,
       headers: StreamHeadersSchema,
-      response: { 200: sentAs('text/event-stream', Type.String(), 'An endless text/event-stream.'), ...errorResponses(400, 401, 403, 429, 500, 503) }
+      response: { 200: sentAs('text/event-stream', Type.String(), 'An endless text/event-stream.'), ...errorResponses(400, 401, 403, 410, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const organisation = organisationOf(request, request.query.organisation)
@@ -108,6 +119,8 @@ const eventsRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, 
       for (;;) {
         const page = await store.feed({ after: position, organisation, limit: STREAM_PAGE })
         if (closed) return
+        // Behind the retention: never a silent gap; the reconnection (Last-Event-ID) gets the 410.
+        if (comparePositions(position, page.removed) < 0) { close(); return }
         let text = ''
         for (const e of page.events) {
           position = { txid: e.txid, seq: e.seq }

@@ -3,14 +3,14 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/database.js'
 import type { Position } from './cursor.js'
 import {
-  type Attempt, type DeliveryRow, type FeedHead, type FeedPage, type FeedQuery, type Lease, type NewSubscription, type SubscriptionRow,
+  type Attempt, type DeliveryRow, type FeedHead, type FeedPage, type FeedQuery, type Lease, type NewSubscription, type PositionState, type SubscriptionRow,
   currentPosition, deleteSubscription, findSubscription, insertSubscription, leaseSubscriptions, listDeliveries, listSubscriptions,
-  positionKnown, pruneDeliveries, readFeed, readHead, recordDeliveries
+  positionState, pruneDeliveries, readFeed, readHead, recordDeliveries, removeExpiredEvents, vacuumEvents
 } from './events.repository.js'
 
 export interface EventStore {
   feed: (q: FeedQuery) => Promise<FeedPage>
-  positionKnown: (p: Position) => Promise<boolean>
+  positionState: (p: Position) => Promise<PositionState>
   currentPosition: () => Promise<Position>
   head: () => Promise<FeedHead>
   createSubscription: (s: NewSubscription, max: number) => Promise<SubscriptionRow | undefined>
@@ -22,12 +22,16 @@ export interface EventStore {
   lease: (n: number, leaseMs: number) => Promise<Lease[]>
   record: (lease: Lease, to: { after: Position, attempts: Attempt[], failed: boolean, retryInMs: number, failing: boolean }) => Promise<boolean>
   prune: () => Promise<void>
+  /** One retention batch: how many events it removed (undefined: another session is removing). */
+  removeExpired: (retentionMs: number, batch: number) => Promise<number | undefined>
+  /** VACUUM (ANALYZE) events: where no autovacuum runs. */
+  vacuum: () => Promise<void>
 }
 
 export function eventStore (db: Kysely<Database>): EventStore {
   return {
     feed: (q) => readFeed(db, q),
-    positionKnown: (p) => positionKnown(db, p),
+    positionState: (p) => positionState(db, p),
     currentPosition: () => currentPosition(db),
     head: () => readHead(db),
     createSubscription: (s, max) => insertSubscription(db, s, max),
@@ -37,6 +41,8 @@ export function eventStore (db: Kysely<Database>): EventStore {
     deliveries: (id, limit) => listDeliveries(db, id, limit),
     lease: (n, leaseMs) => leaseSubscriptions(db, n, leaseMs),
     record: (lease, to) => recordDeliveries(db, lease, to),
-    prune: () => pruneDeliveries(db)
+    prune: () => pruneDeliveries(db),
+    removeExpired: (retentionMs, batch) => removeExpiredEvents(db, retentionMs, batch),
+    vacuum: () => vacuumEvents(db)
   }
 }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { Kysely, PostgresDialect } from 'kysely'
 import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { durationMs, loadConfig } from '../../src/config.js'
 import { bootstrap } from '../../src/bootstrap.js'
 import type { Database } from '../../src/db/database.js'
 import { collection, expectError, feature, testConfig } from '../helper.js'
@@ -125,6 +125,9 @@ t.test('config: defaults, and one clear line for a missing or bad variable', asy
   t.throws(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '70000' }), /HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS/)
   t.match(loadConfig({}), { DATA_DIR: './data', JWT_SECRET: undefined }, 'no DATABASE_URL: the embedded backend, which generates its secret')
   t.throws(() => loadConfig({ ADMIN_PASSWORD: 'a long enough password' }), /ADMIN_PASSWORD is set without ADMIN_EMAIL/)
+  t.match(loadConfig({ EVENTS_RETENTION: '90s' }), { EVENTS_RETENTION: '90s' }, 'a retention in seconds (tests), or 1h 30m, 30d')
+  t.equal(durationMs(loadConfig({}).EVENTS_RETENTION), 30 * 86_400_000, 'the retention: 30 days by default')
+  for (const bad of ['30', 'soon', '0s', '-5d']) t.throws(() => loadConfig({ EVENTS_RETENTION: bad }), /EVENTS_RETENTION must be a duration/, `EVENTS_RETENTION=${bad}`)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: 'short' }), /JWT_SECRET must NOT have fewer than 32 characters/)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, PORT: 'eighty' }), /PORT/)
   t.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/x', JWT_SECRET: secret, ACCOUNT_CACHE_TTL_SECONDS: '120' }), /ACCOUNT_CACHE_TTL_SECONDS/)
