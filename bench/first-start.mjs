@@ -45,9 +45,11 @@ async function start () {
     await sleep(20)
   }
   const ms = Math.round(performance.now() - t0)
-  // The service is the node process of the group running dist/main.cjs.
+  // The service is the node process of the group running dist/main.cjs (not npm's shell).
   const pids = execFileSync('pgrep', ['-g', String(child.pid)], { encoding: 'utf8' }).trim().split('\n')
-  const service = pids.find((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('dist/main.cjs') } catch { return false } })
+  const service = pids.find((p) => {
+    try { return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'node' && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('dist/main.cjs') } catch { return false }
+  })
   const hwmKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service}/status`, 'utf8'))?.[1])
   const ready = out.split('\n').filter((l) => l.includes('"backend":"embedded"')).map((l) => JSON.parse(l))[0]
   process.kill(-child.pid, 'SIGINT')
