@@ -65,7 +65,12 @@ async function checkConflictTolerance (db: Kysely<Database>, config: Config, log
   }
 }
 
-export async function bootstrap (config: Config, log: Log): Promise<Started> {
+export interface BootstrapOptions {
+  /** Embedded: the migrated template a first start copies (default: the one `npm run embedded` made). */
+  template?: string
+}
+
+export async function bootstrap (config: Config, log: Log, options: BootstrapOptions = {}): Promise<Started> {
   if (config.DATABASE_URL !== undefined) {
     const jwtSecret = config.JWT_SECRET
     if (jwtSecret === undefined) {
@@ -79,14 +84,22 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
 
   const started = performance.now()
   const firstStart = !existsSync(join(config.DATA_DIR, 'pgdata'))
+  // Loaded here, not above: the server backend never needs PGlite's modules.
+  const template = options.template ?? (await import('./db/embedded-template.js')).TEMPLATE_DIR
   log.info({ dataDir: resolve(config.DATA_DIR), firstStart }, firstStart
-    ? 'embedded PostGIS: creating the database (first start; about half a minute)'
+    ? 'embedded PostGIS: creating the database (first start)'
     : 'embedded PostGIS: opening the database')
-  const opened = await openDatabase(config, { sqlPort: config.EMBEDDED_SQL_PORT })
+  const opened = await openDatabase(config, { sqlPort: config.EMBEDDED_SQL_PORT, template })
   const dir = opened.dir as string
   try {
     if (opened.tookOverFromPid !== undefined) {
       log.warn({ dataDir: dir, previousPid: opened.tookOverFromPid }, 'took over the data directory from a process that had died holding it')
+    }
+    const made = opened.created?.template
+    if (made?.usable === true) {
+      log.info({ template: made.dir, pending: made.pending }, `embedded PostGIS: copied the migrated template${made.pending.length > 0 ? `; ${made.pending.length} newer file(s) of sql/ to apply` : ''}`)
+    } else if (made !== undefined) {
+      log.info({ template: made.dir, reason: made.reason }, `embedded PostGIS: not using the template (${made.reason}): creating the database and installing PostGIS, about half a minute`)
     }
     const openMs = Math.round(performance.now() - started)
     const { applied } = await migrate(opened.db, undefined, (name) => {
@@ -96,7 +109,7 @@ export async function bootstrap (config: Config, log: Log): Promise<Started> {
     if (tolerance.changed) log.info({ toleranceM: config.CONFLICT_TOLERANCE_M, pairs: tolerance.pairs }, `conflict tolerance set to ${config.CONFLICT_TOLERANCE_M} m: every conflict computed again`)
     const jwtSecret = config.JWT_SECRET ?? await embeddedSecret(dir)
     const generatedAdmin = await firstAdmin(opened.db, config)
-    log.info({ backend: 'embedded', dataDir: dir, migrationsApplied: applied, openMs, readyMs: Math.round(performance.now() - started) }, `using the ${opened.description}`)
+    log.info({ backend: 'embedded', dataDir: dir, fromTemplate: made?.usable === true, migrationsApplied: applied, lazyPostgis: opened.lazyPostgis, openMs, readyMs: Math.round(performance.now() - started) }, `using the ${opened.description}`)
     if (opened.sqlPort !== undefined) {
       log.warn({ embeddedSqlPort: opened.sqlPort }, `embedded PostGIS served to PostgreSQL clients on 127.0.0.1:${opened.sqlPort} (EMBEDDED_SQL_PORT): whoever connects from this host is its superuser, with no password (psql -h 127.0.0.1 -p ${opened.sqlPort} -U postgres)`)
     }

@@ -5,14 +5,17 @@
 // transactions and session state (advisory locks) from interleaving. With EMBEDDED_SQL_PORT the
 // same session is also served to analysts on a loopback port (embedded-sql.ts).
 import { existsSync, mkdirSync } from 'node:fs'
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { btree_gist } from '@electric-sql/pglite/contrib/btree_gist'
-import { postgis } from '@electric-sql/pglite-postgis'
-import { Kysely, PostgresDialect } from 'kysely'
+import { Kysely, PostgresDialect, sql as ksql } from 'kysely'
 import type { Database } from './database.js'
 import { lockDataDir } from './data-dir-lock.js'
+import { postgisExtension } from './embedded-postgis.js'
+import { checkTemplate, copyTemplate, saveTemplate, type TemplateCheck } from './embedded-template.js'
+import { listMigrations, migrate, SQL_DIR } from './migrate.js'
 import { EmbeddedSession, SERVICE_SESSION_SQL } from './embedded-session.js'
 import { serveEmbeddedSql } from './embedded-sql.js'
 
@@ -65,6 +68,10 @@ export interface Embedded {
   tookOverFromPid?: number
   /** The loopback port the database is served on (EMBEDDED_SQL_PORT), when asked for. */
   sqlPort?: number
+  /** A new database was made, from a template when one was given and usable (embedded-template.ts). */
+  created?: { template?: TemplateCheck }
+  /** PostGIS is loaded on first use (embedded-postgis.ts), not by the open. */
+  lazyPostgis: boolean
 }
 
 export interface OpenEmbeddedOptions {
@@ -72,6 +79,13 @@ export interface OpenEmbeddedOptions {
   create?: boolean
   /** Also serve the database on 127.0.0.1:sqlPort (0: a free port) until the Kysely instance is destroyed. */
   sqlPort?: number
+  /** A new database starts as a copy of this migrated template when it is usable (embedded-template.ts). */
+  template?: string
+}
+
+/** PGlite on `pgdata` with the extensions sql/ uses. */
+async function openPglite (pgdata: string, loadDataDir?: Blob): Promise<PGlite> {
+  return PGlite.create(pgdata, { extensions: { postgis: postgisExtension().extension, btree_gist }, loadDataDir })
 }
 
 /**
@@ -79,7 +93,7 @@ export interface OpenEmbeddedOptions {
  * data directory: a second one gets DataDirInUseError instead of corrupting it; the successor of
  * one that crashed takes over at once (data-dir-lock.ts).
  */
-export async function openEmbedded (dataDir: string, { create = true, sqlPort }: OpenEmbeddedOptions = {}): Promise<Embedded> {
+export async function openEmbedded (dataDir: string, { create = true, sqlPort, template }: OpenEmbeddedOptions = {}): Promise<Embedded> {
   const dir = resolve(dataDir)
   if (!create && !existsSync(join(dir, 'pgdata'))) {
     throw new NoDatabaseError(`there is no embedded database in ${dir} (DATA_DIR): start the service once or run migrate there to create one, or set DATA_DIR or DATABASE_URL`)
@@ -91,8 +105,16 @@ export async function openEmbedded (dataDir: string, { create = true, sqlPort }:
   let pg: PGlite | undefined
   let sql: Awaited<ReturnType<typeof serveEmbeddedSql>> | undefined
   let session: EmbeddedSession
+  let created: Embedded['created']
   try {
-    pg = await PGlite.create(pgdata, { extensions: { postgis, btree_gist } })
+    if (!existsSync(pgdata)) {
+      created = {}
+      if (template !== undefined) {
+        created.template = checkTemplate(template, await listMigrations())
+        if (created.template.usable) await copyTemplate(template, pgdata)
+      }
+    }
+    pg = await openPglite(pgdata)
     await pg.exec(SERVICE_SESSION_SQL)
     session = new EmbeddedSession(pg)
     if (sqlPort !== undefined) sql = await serveEmbeddedSql(pg, session, sqlPort)
@@ -104,7 +126,41 @@ export async function openEmbedded (dataDir: string, { create = true, sqlPort }:
   const pool = adapt(pg, session, { stopServing: async () => { await sql?.close() }, unlock })
   // `as never`: PostgresDialect's pool type also declares pg's cursor overload of query(), which
   // Kysely calls only for streaming (unused here); the adapter implements connect/query/release/end.
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }), dir, pgdata, tookOverFromPid: lock.tookOverFrom?.pid, sqlPort: sql?.port }
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as never }) }),
+    dir,
+    pgdata,
+    tookOverFromPid: lock.tookOverFrom?.pid,
+    sqlPort: sql?.port,
+    created,
+    lazyPostgis: postgisExtension().lazy
+  }
+}
+
+/**
+ * Makes the migrated template in `dir` (embedded-template.ts) from the files of `sqlDir`, unless
+ * the template there already holds every one of them as they are. Returns whether it made one.
+ */
+export async function buildEmbeddedTemplate (dir: string, sqlDir = SQL_DIR): Promise<{ built: boolean, migrations: number }> {
+  const migrations = await listMigrations(sqlDir)
+  const check = checkTemplate(dir, migrations)
+  if (check.usable && check.pending.length === 0) return { built: false, migrations: migrations.length }
+  const work = await mkdtemp(join(tmpdir(), 'sr-embedded-template-'))
+  try {
+    const { db, pgdata } = await openEmbedded(work)
+    let recorded: Array<{ name: string, checksum: string }>
+    try {
+      await migrate(db, sqlDir)
+      recorded = await db.selectFrom('schema_migrations').select(['name', 'checksum']).orderBy('name').execute()
+      await ksql`CHECKPOINT`.execute(db)
+    } finally {
+      await db.destroy()
+    }
+    await saveTemplate(dir, pgdata, recorded)
+    return { built: true, migrations: recorded.length }
+  } finally {
+    await rm(work, { recursive: true, force: true })
+  }
 }
 
 /**
@@ -116,7 +172,7 @@ export async function backupEmbedded (dataDir: string, file: string): Promise<nu
   if (!existsSync(join(dir, 'pgdata'))) throw new NoDatabaseError(`there is no embedded database in ${dir} (DATA_DIR)`)
   const lock = await lockDataDir(dir)
   try {
-    const pg = await PGlite.create(join(dir, 'pgdata'), { extensions: { postgis, btree_gist } })
+    const pg = await openPglite(join(dir, 'pgdata'))
     try {
       const dump = await pg.dumpDataDir('gzip')
       const bytes = Buffer.from(await dump.arrayBuffer())
@@ -138,7 +194,7 @@ export async function restoreEmbedded (dataDir: string, file: string): Promise<v
   const lock = await lockDataDir(dir)
   try {
     const loadDataDir = new Blob([await readFile(file)])
-    const pg = await PGlite.create(join(dir, 'pgdata'), { extensions: { postgis, btree_gist }, loadDataDir })
+    const pg = await openPglite(join(dir, 'pgdata'), loadDataDir)
     await pg.query('SELECT 1')
     await pg.close()
   } finally {

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely'
 import type { Config } from '../config.js'
 import { connect, redactUrl } from './connect.js'
 import type { Database } from './database.js'
+import type { Embedded } from './embedded.js'
 
 export interface OpenedDatabase {
   db: Kysely<Database>
@@ -16,6 +17,10 @@ export interface OpenedDatabase {
   tookOverFromPid?: number
   /** Embedded: the loopback port the database is served on (OpenOptions.sqlPort). */
   sqlPort?: number
+  /** Embedded: a new database was made (from OpenOptions.template when it was usable). */
+  created?: Embedded['created']
+  /** Embedded: PostGIS is loaded on first use. */
+  lazyPostgis?: boolean
 }
 
 export type DatabaseConfig = Pick<Config, 'DATABASE_URL' | 'DATA_DIR' | 'DB_POOL_MAX' | 'DB_CONNECT_TIMEOUT_MS' | 'DB_STATEMENT_TIMEOUT_MS' | 'DB_POOL_MODE'>
@@ -29,6 +34,8 @@ export interface OpenOptions {
   onPoolError?: (err: Error) => void
   /** Embedded: also serve the database on this port of 127.0.0.1 while it is open (EMBEDDED_SQL_PORT; the service alone asks). */
   sqlPort?: number
+  /** Embedded: a new database starts as a copy of this migrated template when usable (embedded-template.ts). */
+  template?: string
 }
 
 export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = {}): Promise<OpenedDatabase> {
@@ -49,6 +56,15 @@ export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = 
   // Loaded only without DATABASE_URL: PGlite and its PostGIS add ~6 MB of memory to a process
   // that never uses them.
   const { openEmbedded } = await import('./embedded.js')
-  const embedded = await openEmbedded(config.DATA_DIR, { create: opts.create, sqlPort: opts.sqlPort })
-  return { db: embedded.db, kind: 'embedded', description: `embedded PostGIS in ${embedded.dir}`, dir: embedded.dir, tookOverFromPid: embedded.tookOverFromPid, sqlPort: embedded.sqlPort }
+  const embedded = await openEmbedded(config.DATA_DIR, { create: opts.create, sqlPort: opts.sqlPort, template: opts.template })
+  return {
+    db: embedded.db,
+    kind: 'embedded',
+    description: `embedded PostGIS in ${embedded.dir}`,
+    dir: embedded.dir,
+    tookOverFromPid: embedded.tookOverFromPid,
+    sqlPort: embedded.sqlPort,
+    created: embedded.created,
+    lazyPostgis: embedded.lazyPostgis
+  }
 }

@@ -20,17 +20,20 @@ const quiet = { info: () => {}, warn: () => {} }
 if (backend === 'server') {
   t.plan(0, 'embedded backend only (npm test runs it)')
 } else {
+  // Without a template (test/db/embedded-template.test.ts has the first start from one): the
+  // database created and every file of sql/ applied.
   t.test('first start: migrate, generate the secret, create and report the admin; restart: keep all', async (t) => {
     const dir = await tempDir(t, 'sr-embedded-')
     const infos: Array<Record<string, unknown>> = []
     const log = { info: (o: object) => { infos.push(o as Record<string, unknown>) }, warn: () => {} }
 
-    const first = await bootstrap(loadConfig({ DATA_DIR: dir }), log)
+    const first = await bootstrap(loadConfig({ DATA_DIR: dir }), log, { template: join(dir, 'no-template') })
     t.equal(first.kind, 'embedded')
     const ready = () => infos.find((i) => i.backend === 'embedded')
     t.same(ready()?.migrationsApplied, (await listMigrations()).map((m) => m.name), 'every migration applied on first start')
     t.match(ready(), { backend: 'embedded', dataDir: dir })
     t.match(infos[0], { firstStart: true, dataDir: dir }, 'the first line says the database is being created')
+    t.match(infos[1], { reason: /there is no template/ }, 'and why it does so without the template')
     t.equal(first.config.JWT_SECRET.length, 64, 'a 48-byte secret, base64')
     t.equal((await stat(join(dir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by the owner only')
     t.ok(first.generatedAdmin, 'the generated admin is reported once')
