@@ -8,6 +8,7 @@ import { searchBoxes } from '../sources/search-box.js'
 import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
 import type { FilterExpr } from '../sources/filter.sql.js'
+import { FORMAT_NAMES } from './formats/format-names.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
@@ -78,7 +79,7 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean): { parsed: Par
   const terms = queryableTerms(q, details)
   const geometries = parseFilterParams(q, filter, details)
   if (terms.length > 0) filter.expr = { op: 'and', args: filter.expr === undefined ? terms : [...terms, filter.expr] }
-  if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
+  if (q.f !== undefined && !FORMAT_NAMES.includes(q.f)) details.push({ pointer: '?f', message: `must be one of ${FORMAT_NAMES.join(', ')}` })
 
   let limit = DEFAULT_LIMIT
   if (q.limit !== undefined) {
