@@ -98,11 +98,11 @@ function collectionDoc (base: string, extent: SourcesExtent) {
     links: [
       { href: `${base}/collections/sources`, rel: 'self', type: 'application/json', title: 'This collection' },
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
-      ...ITEM_FORMATS.slice(1).map((t) => ({ href: `${base}/collections/sources/items?f=${t.f[0]}`, rel: 'items', type: t.type, title: `The sources as ${t.title}` })),
-      { href: `${base}/collections/sources?f=html`, rel: 'alternate', type: 'text/html', title: 'This collection as a page' },
       { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
       { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' },
-      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' }
+      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' },
+      ...ITEM_FORMATS.slice(1).map((t) => ({ href: `${base}/collections/sources/items?f=${t.f[0]}`, rel: 'items', type: t.type, title: `The sources as ${t.title}` })),
+      { href: `${base}/collections/sources?f=html`, rel: 'alternate', type: 'text/html', title: 'This collection as a page' }
     ]
   }
 }
