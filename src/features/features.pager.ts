@@ -24,6 +24,8 @@ export interface ItemsPage {
   /** ITEMS_ROWS_PER_QUERY and ITEMS_COUNT_MAX. */
   rowsPerQuery: number
   countMax: number
+  /** rowsPerQuery rows per query whatever their size (the CLI's export), not chunks sized by bytes. */
+  fixedChunks?: boolean
 }
 
 /**
@@ -68,7 +70,7 @@ export interface PageSummary {
 export async function * featureChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, limit } = parsed
-  const chunked = streamed(input)
+  const chunked = streamed(input) && input.fixedChunks !== true
   let after = parsed.after
   let returned = 0
   let bytes = 0
