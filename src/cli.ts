@@ -52,10 +52,14 @@ const USAGE = `usage: source-registry <command>
   export --org O --format fgb|geojsonseq|ndjson|csv --to FILE [--filter CQL2]
                                             write an organisation's sources (--org all: every one) to a file
   import --as EMAIL --from FILE [--batch N] store the features of a GeoJSONSeq/NDJSON or FlatGeobuf file as that
-                                            account, with the POST rules; resumes from FILE.progress
+                                            account, with the POST rules; resumes from FILE.progress;
+                                            exit 3 when some were refused (each named on standard error)
 environment: DATABASE_URL (a PostGIS server), or DATA_DIR (the embedded database, default ./data)`
 
 class UsageError extends Error {}
+
+/** The exit status of a command that ran but did not do everything (import: 3 when features were refused). */
+let exitCode = 0
 
 const out = (text: string): void => { process.stdout.write(`${text}\n`) }
 const err = (text: string): void => { process.stderr.write(`${text}\n`) }
@@ -179,7 +183,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       }
     })
     out(`imported ${report.stored}, already stored ${report.already}, refused ${report.refused.length}${report.skipped > 0 ? `, ${report.skipped} settled by an earlier run` : ''}`)
-    if (report.refused.length > 0) process.exitCode = 3
+    if (report.refused.length > 0) exitCode = 3
     return
   }
   if (command === 'source') {
@@ -253,7 +257,7 @@ async function main (): Promise<number> {
   const conn = new Connection(config)
   try {
     await run(conn, argv)
-    return 0
+    return exitCode
   } catch (e) {
     // A named constraint of sql/ says what was wrong, in the words the API uses (db/errors.ts).
     const db = classifyDbError(e)

@@ -90,7 +90,7 @@ export async function * readFeatures (file: string): AsyncGenerator<unknown> {
   let n = 0
   for await (const raw of lines) {
     n++
-    const line = raw.replace(/^\u001e/, '').trim()
+    const line = (raw.startsWith('\u001e') ? raw.slice(1) : raw).trim()
     if (line === '') continue
     try {
       yield JSON.parse(line)
@@ -111,6 +111,13 @@ export function asInput (f: unknown): FeatureInput | string {
   if (Value.Check(FeatureInputSchema, input)) return input
   const first = Value.Errors(FeatureInputSchema, input).First()
   return first === undefined ? 'not a valid Feature' : `${first.path === '' ? '/' : first.path}: ${first.message}`
+}
+
+/** The client's feature id of something read, when it has one (to name a refused feature). */
+function clientIdOf (f: unknown): { feature_id?: string } {
+  const o = f as { id?: unknown, properties?: { feature_id?: unknown } | null } | null
+  const id = o?.properties?.feature_id ?? o?.id
+  return typeof id === 'string' || typeof id === 'number' ? { feature_id: String(id) } : {}
 }
 
 export interface ImportReport { read: number, stored: number, already: number, refused: Array<{ index: number, feature_id?: string, reason: string }> }
@@ -184,7 +191,7 @@ export async function importSources (
     if (index <= settled) continue
     report.read++
     const input = asInput(f)
-    if (typeof input === 'string') report.refused.push({ index: index - 1, reason: input })
+    if (typeof input === 'string') report.refused.push({ index: index - 1, ...clientIdOf(f), reason: input })
     else batch.push({ index: index - 1, input })
     if (batch.length >= batchSize) await flush(index)
   }
