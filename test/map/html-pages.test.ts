@@ -27,6 +27,7 @@ async function pages (executablePath: string): Promise<void> {
   const res = await fetch(`${service.base}/sources`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(collection(feature('site-1'), feature('site-2', { coordinates: [[[12, 50], [13, 50], [13, 51], [12, 51], [12, 50]]] }))) })
   t.equal(res.status, 201)
 
+  await t.test('the pages, signed out then in', async (t) => {
   const browser: Browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu'] })
   t.teardown(() => browser.close())
   const page: Page = await browser.newPage()
@@ -57,4 +58,5 @@ async function pages (executablePath: string): Promise<void> {
   await page.waitForSelector('main h3')
   t.match(await page.$eval('main', (m) => m.textContent), /Sources/, 'a browser\'s Accept gives the page')
   t.same(violations, [], 'no CSP violation')
+  })
 }

@@ -102,7 +102,7 @@
     return el('table', { id: 'features' },
       el('thead', {}, el('tr', {}, el('th', {}, 'id'), ...names.map((n) => el('th', {}, n)))),
       el('tbody', {}, ...features.map((f) => el('tr', {},
-        el('td', {}, el('a', { href: withFormat('html', new URL(`items/${encodeURIComponent(f.id)}`, location.href.split('?')[0] + '/')) }, f.id)),
+        el('td', {}, el('a', { href: withFormat('html', new URL(encodeURIComponent(f.id), location.href.split('?')[0] + '/')) }, f.id)),
         ...names.map((n) => el('td', {}, valueText(f.properties[n])))))))
   }
 
