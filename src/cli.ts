@@ -6,6 +6,7 @@
 // ./data; the service must be stopped, as only one process may open it). Passwords come from standard input
 // (--password-stdin), never from the command line.
 import { parseArgs } from 'node:util'
+import { Presets, SingleBar } from 'cli-progress'
 import type { Kysely } from 'kysely'
 import { classifyDbError, poolerHint } from './db/errors.js'
 import { openDatabase } from './db/open.js'
@@ -18,6 +19,24 @@ import { hashPassword, passwordProblem } from './accounts/passwords.js'
 import { unlock } from './accounts/login-failures.repository.js'
 import { applyConflictTolerance } from './sources/conflict-tolerance.repository.js'
 import { purgeSource } from './sources/sources.repository.js'
+import { sourceStore } from './sources/sources.store.js'
+import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
+import { EXPORT_FORMATS, type ExportFormat, exportSources, importSources } from './features/bulk.js'
+
+/** A progress line on standard error when it is a terminal (cli-progress), a count every 10 s otherwise. */
+function progressBar (what: string) {
+  return (total: number | undefined) => {
+    if (process.stderr.isTTY) {
+      const bar = new SingleBar({ format: `{value}${total !== undefined ? '/{total}' : ''} ${what} | {speed}/s`, stream: process.stderr, noTTYOutput: false }, Presets.shades_classic)
+      const start = Date.now()
+      bar.start(total ?? 0, 0, { speed: 0 })
+      process.once('beforeExit', () => bar.stop())
+      return { total, done: (n: number) => bar.update(n, { speed: Math.round(n * 1000 / Math.max(1, Date.now() - start)) }) }
+    }
+    let last = Date.now()
+    return { total, done: (n: number) => { if (Date.now() - last > 10_000) { last = Date.now(); err(`${n} ${what}`) } } }
+  }
+}
 
 const USAGE = `usage: source-registry <command>
   migrate                                   apply pending sql/ migrations
@@ -31,9 +50,17 @@ const USAGE = `usage: source-registry <command>
   source purge --id ID --reason R [--by WHO] erase a source and all its versions for good (audited in source_purges)
   backup --to FILE                          copy the embedded database (DATA_DIR) to a file; the service must be stopped
   restore --from FILE                       make the embedded database in a new DATA_DIR from such a file
+  export --org O --format fgb|geojsonseq|ndjson|csv --to FILE [--filter CQL2]
+                                            write an organisation's sources (--org all: every one) to a file
+  import --as EMAIL --from FILE [--batch N] store the features of a GeoJSONSeq/NDJSON or FlatGeobuf file as that
+                                            account, with the POST rules; resumes from FILE.progress;
+                                            exit 3 when some were refused (each named on standard error)
 environment: DATABASE_URL (a PostGIS server), or DATA_DIR (the embedded database, default ./data)`
 
 class UsageError extends Error {}
+
+/** The exit status of a command that ran but did not do everything (import: 3 when features were refused). */
+let exitCode = 0
 
 const out = (text: string): void => { process.stdout.write(`${text}\n`) }
 const err = (text: string): void => { process.stderr.write(`${text}\n`) }
@@ -97,6 +124,10 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       by: { type: 'string' },
       to: { type: 'string' },
       from: { type: 'string' },
+      format: { type: 'string' },
+      filter: { type: 'string' },
+      as: { type: 'string' },
+      batch: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -123,6 +154,37 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       await restoreEmbedded(conn.config.DATA_DIR, file)
       out(`restored ${file} into ${conn.config.DATA_DIR}`)
     }
+    return
+  }
+  if (command === 'export') {
+    const format = need(values.format, '--format')
+    if (format === 'gpkg') throw new UsageError('GeoPackage is not offered (no maintained JavaScript writer without a native build): export fgb, then ogr2ogr -f GPKG out.gpkg FILE.fgb')
+    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`--format must be one of ${EXPORT_FORMATS.join(', ')}`)
+    const org = need(values.org, '--org')
+    const to = need(values.to, '--to')
+    const store = sourceStore(await conn.get())
+    const count = await exportSources(store, org === 'all' ? 'all' : { organisation: org }, { format: format as ExportFormat, to, filter: values.filter }, progressBar('exported'))
+    out(`exported ${count} source${count === 1 ? '' : 's'} to ${to}`)
+    return
+  }
+  if (command === 'import') {
+    const email = need(values.as, '--as')
+    const from = need(values.from, '--from')
+    const db = await conn.get()
+    const account = (await listAccounts(db)).find((a) => a.email === email)
+    if (account === undefined) throw new UsageError(`no account with e-mail ${email}`)
+    if (account.disabled || !['admin', 'editor'].includes(account.role)) throw new UsageError(`${email} may not write (${account.disabled ? 'disabled' : account.role})`)
+    let shown = 0
+    const bar = progressBar('read')(undefined)
+    const report = await importSources(sourceStore(db), attributeSchemaStore(db, { concurrentIndexes: false }), { organisation: account.organisation, accountId: account.id }, from, {
+      batchSize: values.batch === undefined ? undefined : Number(values.batch),
+      onBatch: (r) => {
+        bar.done(r.read)
+        for (; shown < r.refused.length; shown++) { const x = r.refused[shown]!; err(`refused feature ${x.index}${x.feature_id !== undefined ? ` (${x.feature_id})` : ''}: ${x.reason}`) }
+      }
+    })
+    out(`imported ${report.stored}, already stored ${report.already}, refused ${report.refused.length}${report.skipped > 0 ? `, ${report.skipped} settled by an earlier run` : ''}`)
+    if (report.refused.length > 0) exitCode = 3
     return
   }
   if (command === 'source') {
@@ -196,7 +258,7 @@ async function main (): Promise<number> {
   const conn = new Connection(config)
   try {
     await run(conn, argv)
-    return 0
+    return exitCode
   } catch (e) {
     // A named constraint of sql/ says what was wrong, in the words the API uses (db/errors.ts).
     const db = classifyDbError(e)

@@ -24,6 +24,8 @@ export interface ItemsPage {
   /** ITEMS_ROWS_PER_QUERY and ITEMS_COUNT_MAX. */
   rowsPerQuery: number
   countMax: number
+  /** rowsPerQuery rows per query whatever their size (the CLI's export), not chunks sized by bytes. */
+  fixedChunks?: boolean
 }
 
 /**
@@ -50,14 +52,25 @@ function utf8Join (parts: readonly string[]): Buffer {
 // copied a few times on its way (PostgreSQL's message, a string, the socket's buffer), so
 // larger chunks raise the peak memory of a big page more than they save time
 // (docs/performance.md).
-const streamed = ({ parsed, rowsPerQuery }: ItemsPage): boolean => parsed.limit > rowsPerQuery
+export const streamed = ({ parsed, rowsPerQuery }: ItemsPage): boolean => parsed.limit > rowsPerQuery
 
-/** The page's text, in the parts it is read in. */
-export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
-  const { store, scope, parsed, self, digest, rowsPerQuery, countMax } = input
+/** What reading a page found: how many Features, whether more follow, and where they start. */
+export interface PageSummary {
+  returned: number
+  more: boolean
+  after?: { value: string, id: string }
+  /** numberMatched, counted on a first page only (up to ITEMS_COUNT_MAX). */
+  matched?: number
+}
+
+/**
+ * The page's Features as the texts PostgreSQL made, comma-separated, one chunk per query; what
+ * it found is the generator's return value.
+ */
+export async function * featureChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
+  const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, limit } = parsed
-  const chunked = streamed(input)
-  yield '{"type":"FeatureCollection","features":['
+  const chunked = streamed(input) && input.fixedChunks !== true
   let after = parsed.after
   let returned = 0
   let bytes = 0
@@ -73,22 +86,42 @@ export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
     if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
     else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
     if (page.features !== null) {
-      const text = returned > 0 ? `,${page.features}` : page.features
-      bytes += text.length
-      yield text
+      bytes += page.features.length
+      yield page.features
     }
     returned += Number(page.returned)
     if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
     more = page.more
     if (!more) break
   }
-  const links = [{ href: self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
-  if (more && after !== undefined) {
-    const next = new URL(self)
-    next.searchParams.set('limit', String(limit))
-    next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
-    links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+  return { returned, more, after, matched }
+}
+
+/** The next page's URL, when there is one. */
+export function nextLink ({ self, parsed, digest }: ItemsPage, { more, after }: PageSummary): URL | undefined {
+  if (!more || after === undefined) return undefined
+  const next = new URL(self)
+  next.searchParams.set('limit', String(parsed.limit))
+  next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
+  return next
+}
+
+/** The page's text, in the parts it is read in. */
+export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
+  yield '{"type":"FeatureCollection","features":['
+  const chunks = featureChunks(input)
+  let first = true
+  let r = await chunks.next()
+  while (r.done !== true) {
+    yield first ? r.value : `,${r.value}`
+    first = false
+    r = await chunks.next()
   }
+  const summary = r.value
+  const links = [{ href: input.self.toString(), rel: 'self', type: GEOJSON, title: 'This page' }]
+  const next = nextLink(input, summary)
+  if (next !== undefined) links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
+  const { returned, matched } = summary
   const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })
   yield `],${tail.slice(1)}`
 }

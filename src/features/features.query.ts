@@ -9,6 +9,7 @@ import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
 import type { AttributeType } from '../sources/attribute-schemas.js'
 import type { FilterExpr } from '../sources/filter.sql.js'
+import { FORMAT_NAMES } from './formats/format-names.js'
 
 export const MAX_LIMIT = 10_000
 export const DEFAULT_LIMIT = 100
@@ -79,7 +80,7 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean, declared: Read
   const terms = queryableTerms(q, details)
   const geometries = parseFilterParams(q, filter, details, declared)
   if (terms.length > 0) filter.expr = { op: 'and', args: filter.expr === undefined ? terms : [...terms, filter.expr] }
-  if (q.f !== undefined && !['json', 'geojson'].includes(q.f)) details.push({ pointer: '?f', message: 'must be json, geojson or html (the map page)' })
+  if (q.f !== undefined && !FORMAT_NAMES.includes(q.f)) details.push({ pointer: '?f', message: `must be one of ${FORMAT_NAMES.join(', ')}` })
 
   let limit = DEFAULT_LIMIT
   if (q.limit !== undefined) {

@@ -25,6 +25,8 @@ import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-pro
 import type { SourceStore } from '../sources/sources.store.js'
 import { decodeCursor, queryDigest } from './features.cursor.js'
 import { itemsBody } from './features.pager.js'
+import { ITEM_FORMATS, type FormatKey, formatByKey, formatByName, formattedItems } from './formats/formats.js'
+import { sendHtmlPage } from './html-page.js'
 import { parseItemsQuery } from './features.query.js'
 import { ATTRIBUTE_PREFIX } from './filters/cql2.js'
 import type { AttributeType, DeclaredAttribute } from '../sources/attribute-schemas.js'
@@ -67,29 +69,23 @@ function negotiate (request: FastifyRequest): void {
   if (request.accepts().type(JSON_TYPES) === false) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: this resource is ${GEOJSON} or application/json.`)
 }
 
-/**
- * A browser asking for the items as HTML (f=html, or an Accept that prefers text/html to any
- * JSON) is sent to the map page with the same query (303), before authentication: a browser's
- * address bar sends no token, the page signs in.
- */
-async function toMapPage (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const query = new URLSearchParams(request.url.split('?')[1] ?? '')
-  if (!(query.get('f') === 'html' || (query.get('f') === null && prefersHtml(request)))) return
-  query.delete('f')
-  const search = query.toString()
-  // Relative to /collections/sources/items, so it holds behind a path prefix.
-  await reply.redirect(`../../map${search === '' ? '' : `?${search}`}`, 303)
+/** The items' format: f= (checked by parseItemsQuery), else the Accept header's choice among ITEM_FORMATS (GeoJSON for none or a wildcard); 406 for none of them. */
+function itemsFormat (request: FastifyRequest, f: string | undefined): FormatKey {
+  if (f !== undefined) return (formatByName(f)?.key ?? 'geojson') as FormatKey
+  const accept = request.headers.accept
+  if (accept === undefined || accept.trim() === '') return 'geojson'
+  const types = [...JSON_TYPES, ...ITEM_FORMATS.slice(1).map((t) => t.type)]
+  const chosen = request.accepts().type(types)
+  if (chosen === false) throw new ApiError('NOT_ACCEPTABLE', `Cannot answer in ${JSON.stringify(accept)}: the items are ${[GEOJSON, ...types.slice(2)].join(', ')}.`)
+  return (ITEM_FORMATS.find((t) => t.type === chosen)?.key ?? 'geojson') as FormatKey
 }
 
-/**
- * Whether the client prefers HTML to any JSON: by q-value, then by how specific, then by the
- * order of its Accept header; JSON on a tie of wildcards (`*\/*`).
- */
-function prefersHtml (request: FastifyRequest): boolean {
-  const accept = request.headers.accept
-  if (accept === undefined || accept.trim() === '') return false
-  return request.accepts().type([...JSON_TYPES, 'text/html']) === 'text/html'
+/** A response's content in JSON and, for people, as the HTML page (html-page.ts). */
+function orHtml<T extends { content: Record<string, unknown> }> (response: T): T {
+  return { ...response, content: { ...response.content, 'text/html': { schema: Type.String({ description: 'The page for people (f=html, or an Accept that prefers text/html): it shows this resource with the map page\'s session, or offers the sign-in.' }) } } }
 }
+
+const HTML_QUERY = Type.Object({ f: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('html')], { description: 'json (the default), or html: the page for people.' })) })
 
 function collectionDoc (base: string, extent: SourcesExtent) {
   return {
@@ -107,7 +103,9 @@ function collectionDoc (base: string, extent: SourcesExtent) {
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
       { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
       { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' },
-      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' }
+      { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' },
+      ...ITEM_FORMATS.slice(1).map((t) => ({ href: `${base}/collections/sources/items?f=${t.f[0]}`, rel: 'items', type: t.type, title: `The sources as ${t.title}` })),
+      { href: `${base}/collections/sources?f=html`, rel: 'alternate', type: 'text/html', title: 'This collection as a page' }
     ]
   }
 }
@@ -139,7 +137,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   app.get('/', {
-    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: TAGS, security: [], response: { 200: LandingSchema, ...errorResponses(429, 500) } }
+    onRequest: [sendHtmlPage],
+    schema: { operationId: 'getLandingPage', summary: 'OGC API landing page', tags: TAGS, security: [], querystring: HTML_QUERY, response: { 200: orHtml(sentAs('application/json', LandingSchema, 'The landing page.')), ...errorResponses(400, 429, 500) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -147,6 +146,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       description: 'Registered areas with their validity periods, as OGC API – Features. Every data request needs "Authorization: Bearer <token>" (POST /token), or an API key (POST /api-keys) as a bearer token or as the password of HTTP Basic.',
       links: [
         { href: `${base}/`, rel: 'self', type: 'application/json', title: 'This document' },
+        { href: `${base}/?f=html`, rel: 'alternate', type: 'text/html', title: 'This document as a page' },
         { href: `${base}/openapi.json`, rel: 'service-desc', type: OPENAPI_MEDIA_TYPE, title: 'The OpenAPI definition' },
         { href: `${base}/conformance`, rel: 'conformance', type: 'application/json', title: 'Conformance classes' },
         { href: `${base}/collections`, rel: 'data', type: 'application/json', title: 'The collections' },
@@ -160,8 +160,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async () => ({ conformsTo }))
 
   app.get('/collections', {
-    onRequest: [app.authenticate],
-    schema: { operationId: 'getCollections', summary: 'The collections', tags: TAGS, security: SECURITY, response: { 200: CollectionsSchema, ...errorResponses(401, 429, 500, 503) } }
+    onRequest: [sendHtmlPage, app.authenticate],
+    schema: { operationId: 'getCollections', summary: 'The collections', tags: TAGS, security: SECURITY, querystring: HTML_QUERY, response: { 200: orHtml(sentAs('application/json', CollectionsSchema, 'The collections.')), ...errorResponses(400, 401, 429, 500, 503) } }
   }, async (request) => {
     const base = baseOf(request)
     return {
@@ -171,8 +171,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   })
 
   app.get('/collections/sources', {
-    onRequest: [app.authenticate],
-    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
+    onRequest: [sendHtmlPage, app.authenticate],
+    schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, querystring: HTML_QUERY, response: { 200: orHtml(sentAs('application/json', CollectionSchema, 'The collection.')), ...errorResponses(400, 401, 429, 500, 503) } }
   }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
 
   app.get('/collections/sources/schema', {
@@ -221,21 +221,29 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   })
 
   app.get('/collections/sources/items', {
-    onRequest: [toMapPage, app.authenticate],
+    onRequest: [sendHtmlPage, app.authenticate],
     schema: {
       operationId: 'getFeatures',
-      summary: 'Sources, filtered and paged (GeoJSON FeatureCollection)',
+      summary: 'Sources, filtered and paged: GeoJSON, GeoJSON text sequence, NDJSON, CSV, FlatGeobuf or a page for people (f= or Accept)',
       tags: TAGS,
       security: SECURITY,
       querystring: ItemsQuerySchema,
       response: {
-        200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.'),
-        303: noBody('The text/html answer, asked for with f=html or an Accept that prefers text/html: a redirect to the map page (GET /map, text/html) with the same query; no token needed (the page signs in).', { Location: headerDoc('The map page, relative: ../../map?<the query without f>.') }),
+        200: orHtml({
+          ...sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more. In the other formats, the next page is the Link header\'s rel="next" (sent with FlatGeobuf, and with the text formats when the page fits in one query of ITEMS_ROWS_PER_QUERY rows; a larger page is streamed without it).', { Link: headerDoc('rel="next": the next page, in the same format (not with GeoJSON, whose body has it).') }),
+          content: {
+            [GEOJSON]: { schema: ItemsSchema },
+            'application/geo+json-seq': { schema: Type.String({ description: 'RFC 8142: each Feature (as in GeoJSON) after an ASCII record separator (0x1E), ended by a line feed.' }) },
+            'application/x-ndjson': { schema: Type.String({ description: 'Each Feature (as in GeoJSON) on a line of its own.' }) },
+            'text/csv': { schema: Type.String({ description: 'RFC 4180, a header line: WKT (the geometry, CRS84), id, then one column per property; lists and objects as JSON text.' }) },
+            'application/flatgeobuf': { schema: Type.String({ format: 'binary', description: 'FlatGeobuf (EPSG:4326) with its packed Hilbert R-tree index: id, then one column per property.' }) }
+          }
+        }),
         ...errorResponses(400, 401, 406, 429, 500, 503)
       }
     }
   }, async (request, reply) => {
-    negotiate(request)
+    const format = itemsFormat(request, request.query.f)
     const account = request.account
     // A filter may name the organisation's declared attributes: read only when there is a filter.
     const declared = request.query.filter === undefined ? undefined : await declaredOf(account.organisation)
@@ -256,12 +264,17 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
     const self = new URL(request.url, baseOf(request))
-    const untyped: FastifyReply = reply.type(GEOJSON)
-    return untyped.send(await itemsBody({ store, scope: account.scope, parsed, self, digest, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX }))
+    const page = { store, scope: account.scope, parsed, self, digest, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX }
+    const untyped: FastifyReply = reply
+    if (format === 'geojson' || format === 'html') return untyped.type(GEOJSON).send(await itemsBody(page))
+    const { body, next } = await formattedItems(page, format)
+    const type = formatByKey(format).type
+    if (next !== undefined) void untyped.header('link', `<${next.toString()}>; rel="next"; type="${type}"`)
+    return untyped.type(format === 'csv' ? 'text/csv; charset=utf-8' : type).header('content-disposition', `inline; filename="sources.${formatByKey(format).extension}"`).send(body)
   })
 
   app.get('/collections/sources/items/:id', {
-    onRequest: [app.authenticate],
+    onRequest: [sendHtmlPage, app.authenticate],
     schema: {
       operationId: 'getFeature',
       summary: 'One source (the same Feature as GET /sources/?id=; with as_of, as the registry held it then)',
@@ -270,7 +283,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       params: ItemParamsSchema,
       querystring: ItemReadQuerySchema,
       response: {
-        200: sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER }),
+        200: orHtml(sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER })),
         304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
         ...errorResponses(400, 401, 404, 406, 410, 414, 429, 500, 503)
       }

@@ -1,6 +1,7 @@
 // TypeBox schemas of the OGC API – Features documents: links, the landing page, conformance,
 // the collection, a page of items, the properties' JSON Schema, and the query parameters of the
 // items (so the OpenAPI document names each).
+import { FORMAT_NAMES, ITEM_FORMATS } from './formats/format-names.js'
 import { Type } from '@sinclair/typebox'
 import { DOLLAR_PROPERTIES } from '../http/openapi.js'
 import { SourceIdSchema } from '../schemas/primitives.js'
@@ -77,7 +78,7 @@ export const ItemsQuerySchema = Type.Object({
   filter: param('A CQL2 filter (OGC API – Features Part 3) on the queryables (/collections/sources/queryables), in the encoding filter-lang names. Combined with the other parameters by AND.'),
   'filter-lang': Type.Optional(Type.Unsafe<string>({ type: 'string', enum: FILTER_LANGS, default: 'cql2-text', description: 'The encoding of filter: cql2-text (the default) or cql2-json (URL-encoded JSON).' })),
   'filter-crs': Type.Optional(Type.Unsafe<string>({ type: 'string', format: 'uri-reference', enum: [CRS84], description: 'The CRS of the filter\'s geometries: CRS84 (longitude, latitude), the only one.' })),
-  f: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['json', 'geojson', 'html'], description: 'Response format: json or geojson (both GeoJSON, 200); html is the text/html answer, a 303 to the map page (as is an Accept that prefers text/html).' }))
+  f: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: [...FORMAT_NAMES], description: `The format (else chosen by Accept, GeoJSON by default): ${ITEM_FORMATS.map((t) => `${t.f.join(' or ')} (${t.type}: ${t.title})`).join('; ')}.` }))
 }, { additionalProperties: false })
 
 export const ItemParamsSchema = Type.Object({ id: SourceIdSchema })
@@ -112,5 +113,8 @@ export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
   }
 })
 
-export const ItemReadQuerySchema = Type.Object({ as_of: SourceReadQuerySchema.properties.as_of })
+export const ItemReadQuerySchema = Type.Object({
+  as_of: SourceReadQuerySchema.properties.as_of,
+  f: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('geojson'), Type.Literal('html')], { description: 'json or geojson (GeoJSON, the default), or html: the page for people.' }))
+})
 export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor }, { additionalProperties: false })

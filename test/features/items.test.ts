@@ -207,11 +207,11 @@ t.test('every bad value is a 400 naming its parameter, never a 500; limits clamp
   t.equal(big.numberReturned, 32, 'a limit above 10,000 is lowered, not refused')
   t.equal(parseItemsQuery({ limit: '99999' }, false).parsed.limit, 10_000, 'lowered to 10,000, which the next link carries (limit=…)')
   t.match(((await get('/collections/sources/items?limit=1')).json() as Page).links.find((l) => l.rel === 'next')?.href, /[?&]limit=1&cursor=/)
-  expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'text/csv' }), 406, 'NOT_ACCEPTABLE')
+  expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'image/png' }), 406, 'NOT_ACCEPTABLE')
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/geo+json' })).statusCode, 200)
   t.equal((await get('/collections/sources/items?limit=1&f=json', { ...editorA.headers, accept: 'text/html;q=0.9, */*;q=0.1' })).statusCode, 200)
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'text/html;q=0.1, application/json' })).statusCode, 200, 'JSON preferred by q-value is JSON')
-  expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'application/json;q=0, text/csv' }), 406, 'NOT_ACCEPTABLE')
+  expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'application/json;q=0, image/png' }), 406, 'NOT_ACCEPTABLE')
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/*;q=0.2' })).statusCode, 200, 'a type wildcard')
 })
 

@@ -1,0 +1,305 @@
+// FlatGeobuf with its spatial index (the packed Hilbert R-tree), written with the flatgeobuf
+// package's own encoders (the header, column and CRS tables, a feature's buffer) and
+// level bounds. Its JS writer (serialize) writes no index, so the tree is built here as the
+// format's reference writers build it (flatbush's Hilbert sort): the features are encoded one
+// by one to a temporary file, keeping only their box, offset and length (48 bytes each); at the
+// end the boxes are sorted along the Hilbert curve, the tree is made bottom up, and the file is
+// read back in that order behind the header and the tree.
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { mkdtemp, open, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { once } from 'node:events'
+import * as flatbuffers from 'flatbuffers'
+import { Column as FgbColumn } from 'flatgeobuf/lib/mjs/flat-geobuf/column.js'
+import { ColumnType } from 'flatgeobuf/lib/mjs/flat-geobuf/column-type.js'
+import { Crs } from 'flatgeobuf/lib/mjs/flat-geobuf/crs.js'
+import { GeometryType } from 'flatgeobuf/lib/mjs/flat-geobuf/geometry-type.js'
+import { Header } from 'flatgeobuf/lib/mjs/flat-geobuf/header.js'
+import { buildFeature } from 'flatgeobuf/lib/mjs/generic/feature.js'
+import type { IParsedGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
+import { parseGC, parseGeometry } from 'flatgeobuf/lib/mjs/geojson/geometry.js'
+import type { HeaderMeta } from 'flatgeobuf/lib/mjs/header-meta.js'
+import { generateLevelBounds } from 'flatgeobuf/lib/mjs/packedrtree.js'
+import { type Column, type ColumnKind, type OutFeature, columnsOf } from './columns.js'
+
+const MAGIC = Uint8Array.of(0x66, 0x67, 0x62, 0x03, 0x66, 0x67, 0x62, 0x00)
+const NODE_SIZE = 16
+const NODE_BYTES = 40
+const OUT_CHUNK = 256 * 1024
+
+const COLUMN_TYPE: Record<ColumnKind, ColumnType> = {
+  string: ColumnType.String,
+  timestamp: ColumnType.DateTime,
+  integer: ColumnType.Long,
+  number: ColumnType.Double,
+  boolean: ColumnType.Bool,
+  json: ColumnType.Json
+}
+
+const GEOMETRY_TYPE: Record<string, GeometryType> = {
+  Point: GeometryType.Point,
+  LineString: GeometryType.LineString,
+  Polygon: GeometryType.Polygon,
+  MultiPoint: GeometryType.MultiPoint,
+  MultiLineString: GeometryType.MultiLineString,
+  MultiPolygon: GeometryType.MultiPolygon,
+  GeometryCollection: GeometryType.GeometryCollection
+}
+
+/** Growable typed arrays of the features' boxes, offsets and lengths. */
+class Entries {
+  boxes = new Float64Array(4 * 1024)
+  offsets = new Float64Array(1024)
+  lengths = new Uint32Array(1024)
+  count = 0
+
+  push (box: readonly number[], offset: number, length: number): void {
+    if (this.count === this.offsets.length) {
+      const grow = <T extends Float64Array | Uint32Array>(a: T, n: number): T => { const b = new (a.constructor as new (n: number) => T)(n); b.set(a); return b }
+      this.boxes = grow(this.boxes, this.boxes.length * 2)
+      this.offsets = grow(this.offsets, this.offsets.length * 2)
+      this.lengths = grow(this.lengths, this.lengths.length * 2)
+    }
+    this.boxes.set(box, 4 * this.count)
+    this.offsets[this.count] = offset
+    this.lengths[this.count] = length
+    this.count++
+  }
+}
+
+/** The point's index along the Hilbert curve of order 16 (flatbush's hilbert, as FlatGeobuf's writers use). */
+function hilbert (x: number, y: number): number {
+  let a = x ^ y
+  let b = 0xFFFF ^ a
+  let c = 0xFFFF ^ (x | y)
+  let d = x & (y ^ 0xFFFF)
+  let A = a | (b >> 1)
+  let B = (a >> 1) ^ a
+  let C = ((c >> 1) ^ (b & (d >> 1))) ^ c
+  let D = ((a & (c >> 1)) ^ (d >> 1)) ^ d
+  a = A; b = B; c = C; d = D
+  A = ((a & (a >> 2)) ^ (b & (b >> 2)))
+  B = ((a & (b >> 2)) ^ (b & ((a ^ b) >> 2)))
+  C ^= ((a & (c >> 2)) ^ (b & (d >> 2)))
+  D ^= ((b & (c >> 2)) ^ ((a ^ b) & (d >> 2)))
+  a = A; b = B; c = C; d = D
+  A = ((a & (a >> 4)) ^ (b & (b >> 4)))
+  B = ((a & (b >> 4)) ^ (b & ((a ^ b) >> 4)))
+  C ^= ((a & (c >> 4)) ^ (b & (d >> 4)))
+  D ^= ((b & (c >> 4)) ^ ((a ^ b) & (d >> 4)))
+  a = A; b = B; c = C; d = D
+  C ^= ((a & (c >> 8)) ^ (b & (d >> 8)))
+  D ^= ((b & (c >> 8)) ^ ((a ^ b) & (d >> 8)))
+  a = C ^ (C >> 1)
+  b = D ^ (D >> 1)
+  let i0 = x ^ y
+  let i1 = b | (0xFFFF ^ (i0 | a))
+  i0 = (i0 | (i0 << 8)) & 0x00FF00FF
+  i0 = (i0 | (i0 << 4)) & 0x0F0F0F0F
+  i0 = (i0 | (i0 << 2)) & 0x33333333
+  i0 = (i0 | (i0 << 1)) & 0x55555555
+  i1 = (i1 | (i1 << 8)) & 0x00FF00FF
+  i1 = (i1 | (i1 << 4)) & 0x0F0F0F0F
+  i1 = (i1 | (i1 << 2)) & 0x33333333
+  i1 = (i1 | (i1 << 1)) & 0x55555555
+  return ((i1 << 1) | i0) >>> 0
+}
+
+function boxOf (xy: readonly number[], parts: readonly IParsedGeometry[] | undefined): number[] {
+  const box = [Infinity, Infinity, -Infinity, -Infinity]
+  const add = (coords: readonly number[]): void => {
+    for (let i = 0; i < coords.length; i += 2) {
+      const x = coords[i] as number
+      const y = coords[i + 1] as number
+      if (x < box[0]!) box[0] = x
+      if (y < box[1]!) box[1] = y
+      if (x > box[2]!) box[2] = x
+      if (y > box[3]!) box[3] = y
+    }
+  }
+  add(xy)
+  for (const p of parts ?? []) add(p.xy)
+  return box
+}
+
+/** A FlatGeobuf file with its index, made from Features added one by one (add), then read out (finish). */
+export class FlatGeobufWriter {
+  private columns?: Column[]
+  private meta?: HeaderMeta
+  private geometryType?: GeometryType
+  private readonly entries = new Entries()
+  private readonly extent = [Infinity, Infinity, -Infinity, -Infinity]
+  private dir?: string
+  private file?: WriteStream
+  private written = 0
+
+  private async start (first: OutFeature): Promise<void> {
+    // The Feature's id as the first column: FlatGeobuf's own feature ids are row numbers.
+    this.columns = [{ name: 'id', kind: typeof first.id === 'number' ? 'integer' : 'string' }, ...columnsOf(first).filter((c) => c.name !== 'id')]
+    this.geometryType = first.geometry === null ? GeometryType.Unknown : GEOMETRY_TYPE[first.geometry.type] ?? GeometryType.Unknown
+    this.meta = {
+      geometryType: this.geometryType,
+      columns: this.columns.map((c) => ({ name: c.name, type: COLUMN_TYPE[c.kind], title: null, description: null, width: -1, precision: -1, scale: -1, nullable: true, unique: false, primary_key: false })),
+      envelope: null, featuresCount: 0, indexNodeSize: NODE_SIZE, crs: null, title: null, description: null, metadata: null
+    }
+    this.dir = await mkdtemp(join(tmpdir(), 'fgb-'))
+    this.file = createWriteStream(join(this.dir, 'features'))
+  }
+
+  /** Encodes one Feature to the temporary file. Features without a geometry are left out (the index needs a box). */
+  async add (f: OutFeature): Promise<void> {
+    if (this.meta === undefined) await this.start(f)
+    if (f.geometry === null) return
+    const meta = this.meta as HeaderMeta
+    const g = f.geometry as Parameters<typeof parseGeometry>[0]
+    const parsed = f.geometry.type === 'GeometryCollection' ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0]) : parseGeometry(g)
+    const properties: Record<string, unknown> = {}
+    for (const c of this.columns ?? []) {
+      const v = c.name === 'id' ? f.id : f.properties?.[c.name]
+      properties[c.name] = v === undefined ? null : (c.kind === 'integer' && typeof v !== 'number') || (c.kind === 'number' && typeof v !== 'number') || (c.kind === 'boolean' && typeof v !== 'boolean') || ((c.kind === 'string' || c.kind === 'timestamp') && typeof v !== 'string') ? null : v
+    }
+    const bytes = buildFeature(parsed, properties as Parameters<typeof buildFeature>[1], meta)
+    const box = boxOf(parsed.xy, parsed.parts)
+    this.extent[0] = Math.min(this.extent[0]!, box[0]!)
+    this.extent[1] = Math.min(this.extent[1]!, box[1]!)
+    this.extent[2] = Math.max(this.extent[2]!, box[2]!)
+    this.extent[3] = Math.max(this.extent[3]!, box[3]!)
+    this.entries.push(box, this.written, bytes.length)
+    this.written += bytes.length
+    const file = this.file as WriteStream
+    if (!file.write(bytes)) await once(file, 'drain')
+  }
+
+  /** Removes the temporary file when the Features will not be read out (an error while adding). */
+  async abort (): Promise<void> {
+    this.file?.destroy()
+    if (this.dir !== undefined) await rm(this.dir, { recursive: true, force: true })
+  }
+
+  private header (count: number): Uint8Array {
+    const b = new flatbuffers.Builder(1024)
+    const columns = (this.meta?.columns ?? []).map((c) => {
+      const name = b.createString(c.name)
+      FgbColumn.startColumn(b)
+      FgbColumn.addName(b, name)
+      FgbColumn.addType(b, c.type)
+      FgbColumn.addNullable(b, true)
+      return FgbColumn.endColumn(b)
+    })
+    const columnsVector = columns.length > 0 ? Header.createColumnsVector(b, columns) : 0
+    const envelope = count > 0 ? Header.createEnvelopeVector(b, this.extent) : 0
+    const name = b.createString('sources')
+    const org = b.createString('EPSG')
+    Crs.startCrs(b)
+    Crs.addOrg(b, org)
+    Crs.addCode(b, 4326)
+    const crs = Crs.endCrs(b)
+    Header.startHeader(b)
+    Header.addName(b, name)
+    if (envelope !== 0) Header.addEnvelope(b, envelope)
+    Header.addGeometryType(b, this.geometryType ?? GeometryType.Unknown)
+    if (columnsVector !== 0) Header.addColumns(b, columnsVector)
+    Header.addFeaturesCount(b, BigInt(count))
+    Header.addIndexNodeSize(b, count > 0 ? NODE_SIZE : 0)
+    Header.addCrs(b, crs)
+    b.finishSizePrefixed(Header.endHeader(b))
+    return b.asUint8Array()
+  }
+
+  /**
+   * The features' order along the Hilbert curve and the tree over them, root first: each node
+   * the box of up to NODE_SIZE children and the index of its first child; each leaf a feature's
+   * box and its byte offset in the features section (in the new order).
+   */
+  private tree (order: Uint32Array): Buffer {
+    const { boxes, lengths, count } = this.entries
+    const levels = generateLevelBounds(count, NODE_SIZE)
+    const nodes = levels[0]![1]
+    const tree = Buffer.alloc(nodes * NODE_BYTES)
+    const leafStart = levels[0]![0]
+    let offset = 0
+    for (let i = 0; i < count; i++) {
+      const k = order[i]!
+      const at = (leafStart + i) * NODE_BYTES
+      for (let j = 0; j < 4; j++) tree.writeDoubleLE(boxes[4 * k + j]!, at + 8 * j)
+      tree.writeBigUInt64LE(BigInt(offset), at + 32)
+      offset += lengths[k]!
+    }
+    for (let l = 0; l < levels.length - 1; l++) {
+      const end = levels[l]![1]
+      let pos = levels[l]![0]
+      let parent = levels[l + 1]![0]
+      while (pos < end) {
+        const at = parent * NODE_BYTES
+        const box = [Infinity, Infinity, -Infinity, -Infinity]
+        const first = pos
+        for (let j = 0; j < NODE_SIZE && pos < end; j++, pos++) {
+          const c = pos * NODE_BYTES
+          box[0] = Math.min(box[0]!, tree.readDoubleLE(c))
+          box[1] = Math.min(box[1]!, tree.readDoubleLE(c + 8))
+          box[2] = Math.max(box[2]!, tree.readDoubleLE(c + 16))
+          box[3] = Math.max(box[3]!, tree.readDoubleLE(c + 24))
+        }
+        for (let j = 0; j < 4; j++) tree.writeDoubleLE(box[j]!, at + 8 * j)
+        tree.writeBigUInt64LE(BigInt(first), at + 32)
+        parent++
+      }
+    }
+    return tree
+  }
+
+  private hilbertOrder (): Uint32Array {
+    const { boxes, count } = this.entries
+    const [minX, minY, maxX, maxY] = this.extent as [number, number, number, number]
+    const w = maxX - minX
+    const h = maxY - minY
+    const values = new Uint32Array(count)
+    for (let i = 0; i < count; i++) {
+      const x = w > 0 ? Math.floor(0xFFFF * ((boxes[4 * i]! + boxes[4 * i + 2]!) / 2 - minX) / w) : 0
+      const y = h > 0 ? Math.floor(0xFFFF * ((boxes[4 * i + 1]! + boxes[4 * i + 3]!) / 2 - minY) / h) : 0
+      values[i] = hilbert(x, y)
+    }
+    const order = new Uint32Array(count)
+    for (let i = 0; i < count; i++) order[i] = i
+    order.sort((a, b) => values[a]! - values[b]!)
+    return order
+  }
+
+  /** The file's bytes, in chunks; the temporary file is removed when they have been read (or the reading stops). */
+  async * finish (): AsyncGenerator<Uint8Array> {
+    if (this.meta === undefined) await this.start({ type: 'Feature', geometry: null, properties: null })
+    const file = this.file as WriteStream
+    file.end()
+    await once(file, 'close')
+    const count = this.entries.count
+    try {
+      yield MAGIC
+      yield this.header(count)
+      if (count === 0) return
+      const order = this.hilbertOrder()
+      yield this.tree(order)
+      const fh = await open(join(this.dir as string, 'features'), 'r')
+      try {
+        const { offsets, lengths } = this.entries
+        let out = Buffer.allocUnsafe(OUT_CHUNK)
+        let used = 0
+        for (let i = 0; i < count; i++) {
+          const k = order[i]!
+          const length = lengths[k]!
+          if (used + length > out.length) {
+            if (used > 0) { yield out.subarray(0, used); out = Buffer.allocUnsafe(Math.max(OUT_CHUNK, length)); used = 0 }
+            if (length > out.length) out = Buffer.allocUnsafe(length)
+          }
+          await fh.read(out, used, length, offsets[k]!)
+          used += length
+        }
+        if (used > 0) yield out.subarray(0, used)
+      } finally {
+        await fh.close()
+      }
+    } finally {
+      await rm(this.dir as string, { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,67 @@
+// The formats of the items, each with its f= names and media type, and a page of items in one
+// of them: GeoJSON is features.pager.ts's own; the others are made from the same Feature texts,
+// parsed one chunk (one query) at a time, so they stream and page as GeoJSON does. A streamed
+// text page cannot know its next link before its headers are sent, so the next link (a Link
+// header) comes with pages of at most one query and with FlatGeobuf (made whole before sending).
+import { Readable } from 'node:stream'
+import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
+import type { OutFeature } from './columns.js'
+import { FlatGeobufWriter } from './flatgeobuf.js'
+import { CsvWriter, seqRecord } from './text-formats.js'
+
+export { ITEM_FORMATS, FORMAT_NAMES, type FormatKey, formatByKey, formatByName } from './format-names.js'
+
+/** Every Feature of a page, parsed a chunk at a time; the summary goes to `done`. */
+async function * features (input: ItemsPage, done: (s: PageSummary) => void): AsyncGenerator<OutFeature[]> {
+  const chunks = featureChunks(input)
+  let r = await chunks.next()
+  while (r.done !== true) {
+    yield JSON.parse(`[${r.value}]`) as OutFeature[]
+    r = await chunks.next()
+  }
+  done(r.value)
+}
+
+/** A text format's lines, as one string per chunk of Features. */
+async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<OutFeature[]>): AsyncGenerator<string> {
+  const csv = key === 'csv' ? new CsvWriter() : undefined
+  let first = true
+  for await (const batch of source) {
+    let text = ''
+    if (csv !== undefined && first) text += csv.header(batch[0])
+    first = false
+    for (const f of batch) text += csv !== undefined ? csv.row(f) : seqRecord(f, key === 'geojsonseq')
+    yield text
+  }
+  if (csv !== undefined && first) yield csv.header(undefined)
+}
+
+/** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
+export async function flatGeobuf (source: AsyncIterable<OutFeature[]>): Promise<AsyncGenerator<Uint8Array>> {
+  const writer = new FlatGeobufWriter()
+  try {
+    for await (const batch of source) for (const f of batch) await writer.add(f)
+  } catch (e) {
+    await writer.abort()
+    throw e
+  }
+  return writer.finish()
+}
+
+/** The lines of a text format for Features from anywhere (the CLI's export). */
+export const formatLines = textLines
+
+/** One page of items in a format other than GeoJSON and HTML, with its next link when known. */
+export async function formattedItems (input: ItemsPage, key: 'geojsonseq' | 'ndjson' | 'csv' | 'fgb'): Promise<{ body: Buffer | Readable, next?: URL }> {
+  let summary: PageSummary | undefined
+  const source = features(input, (s) => { summary = s })
+  if (key === 'fgb') {
+    const parts = await flatGeobuf(source)
+    return { body: Readable.from(parts, { objectMode: false }), next: summary === undefined ? undefined : nextLink(input, summary) }
+  }
+  const lines = textLines(key, source)
+  if (streamed(input)) return { body: Readable.from(lines, { objectMode: false }) }
+  const parts: string[] = []
+  for await (const part of lines) parts.push(part)
+  return { body: Buffer.from(parts.join('')), next: summary === undefined ? undefined : nextLink(input, summary) }
+}

@@ -1,0 +1,57 @@
+// The streamed text formats of the items: GeoJSON text sequences (RFC 8142: each Feature after
+// an ASCII record separator, ended by a line feed), newline-delimited GeoJSON (the same without
+// the separator), and CSV (RFC 4180) with the geometry as WKT and one column per property.
+import { type Column, type OutFeature, columnsOf } from './columns.js'
+
+const RS = '\u001e'
+
+/** A Feature as one record of a sequence: RS-prefixed (RFC 8142) or a plain line (NDJSON). */
+export const seqRecord = (f: OutFeature, rs: boolean): string => `${rs ? RS : ''}${JSON.stringify(f)}\n`
+
+/** Coordinates as WKT's text: "x y" pairs, rings and parts in parentheses. */
+function wktCoordinates (c: unknown): string {
+  if (Array.isArray(c) && typeof c[0] === 'number') return c.join(' ')
+  return `(${(c as unknown[]).map(wktCoordinates).join(', ')})`
+}
+
+/** A GeoJSON geometry as WKT (OGC 06-103r4), with JavaScript's shortest exact numbers. */
+export function toWkt (g: OutFeature['geometry']): string {
+  if (g === null) return ''
+  const type = g.type.toUpperCase()
+  if (g.type === 'GeometryCollection') return `GEOMETRYCOLLECTION (${((g as unknown as { geometries: Array<OutFeature['geometry']> }).geometries).map(toWkt).join(', ')})`
+  const c = g.coordinates as unknown[]
+  if (c.length === 0) return `${type} EMPTY`
+  if (g.type === 'Point') return `POINT (${wktCoordinates(c)})`
+  if (g.type === 'MultiPoint') return `MULTIPOINT (${c.map(wktCoordinates).join(', ')})`
+  return `${type} ${wktCoordinates(c)}`
+}
+
+/** One CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
+function csvField (v: string): string {
+  return /[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v
+}
+
+function csvValue (v: unknown): string {
+  if (v === null || v === undefined) return ''
+  if (typeof v === 'string') return csvField(v)
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v)
+  return csvField(JSON.stringify(v))
+}
+
+/** CSV's header line and, per Feature, its row: WKT, id, then the columns. */
+export class CsvWriter {
+  private columns?: Column[]
+
+  /** The header line, from the first Feature (or the registry when there is none). */
+  header (first: OutFeature | undefined): string {
+    this.columns = columnsOf(first)
+    return `WKT,id${this.columns.map((c) => `,${csvField(c.name)}`).join('')}\r\n`
+  }
+
+  row (f: OutFeature): string {
+    const columns = this.columns ?? []
+    let line = `${csvField(toWkt(f.geometry))},${csvValue(f.id)}`
+    for (const c of columns) line += `,${csvValue(f.properties?.[c.name])}`
+    return `${line}\r\n`
+  }
+}

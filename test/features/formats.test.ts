@@ -1,0 +1,146 @@
+// The items in every format, read back by GDAL (ogrinfo/ogr2ogr on the downloaded file): the same
+// features with the same attributes as the GeoJSON page, by f= and by Accept; FlatGeobuf with its
+// spatial index (a -spat query that GDAL answers from the index); the next page in a Link header;
+// the formats in the collection's links; f=html answers the page shell before authentication.
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import * as flatbuffers from 'flatbuffers'
+import { fromByteBuffer } from 'flatgeobuf/lib/mjs/header-meta.js'
+import { build, collection, feature, session, tempDir } from '../helper.js'
+
+const hasGdal = spawnSync('ogrinfo', ['--version']).status === 0
+const ctx = await build(t)
+const { app } = ctx
+const editorA = await session(ctx, 'editor', 'org-a')
+const editorB = await session(ctx, 'editor', 'org-b')
+const box = (x: number, y: number) => [[[x, y], [x + 0.25, y], [x + 0.25, y + 0.25], [x, y + 0.25], [x, y]]]
+const seed = async (headers: Record<string, string>, features: unknown[]) => {
+  const res = await app.inject({ method: 'POST', url: '/sources', headers, payload: collection(...features) })
+  if (res.statusCode !== 201) throw new Error(`seeding: ${res.statusCode} ${res.body}`)
+}
+// 30 boxes on a grid, two overlapping (a conflict, so the conflicts list is not empty), and a hostile id.
+await seed(editorA.headers, [
+  ...Array.from({ length: 30 }, (_, i) => feature(`a-${i}`, { coordinates: box(i % 6, Math.floor(i / 6)), start: `2024-0${1 + (i % 6)}-01T00:00:00Z` })),
+  feature('overlap, "quoted"\nline', { coordinates: box(0.1, 0.1) })
+])
+await seed(editorB.headers, [feature('b-0', { coordinates: box(20, 20) })])
+const dir = await tempDir(t, 'sr-formats-')
+
+interface Feature { id: string, geometry: { coordinates: number[][][] }, properties: Record<string, unknown> }
+const get = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers: { ...editorA.headers, ...headers } })
+const reference = (await get('/collections/sources/items?limit=1000')).json() as { features: Feature[] }
+/** As GDAL writes a feature to GeoJSON: every value as text, to compare with the reference. */
+const asText = (v: unknown): string => v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)
+const expected = new Map(reference.features.map((f) => [f.id, f]))
+
+/** ogr2ogr of a downloaded file to GeoJSON, as { id → feature }. */
+function readBack (file: string, extra: string[] = []): Map<string, Feature> {
+  const out = `${file}.out.geojson`
+  const r = spawnSync('ogr2ogr', ['-f', 'GeoJSON', out, file, ...extra], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(r.stderr)
+  return new Map()
+}
+
+async function download (url: string, name: string, headers: Record<string, string> = {}): Promise<string> {
+  const res = await get(url, headers)
+  if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`)
+  const file = join(dir, name)
+  await writeFile(file, res.rawPayload)
+  return file
+}
+
+async function gdalFeatures (file: string, extra: string[] = []): Promise<Map<string, Feature>> {
+  readBack(file, extra)
+  const fc = JSON.parse(await readFile(`${file}.out.geojson`, 'utf8')) as { features: Array<Feature & { properties: Record<string, unknown> }> }
+  return new Map(fc.features.map((f) => [String(f.properties.id), f]))
+}
+
+/** The features GDAL read have the reference's ids, geometries and every property (as text). */
+function sameFeatures (t: { same: (a: unknown, b: unknown, m: string) => void, equal: (a: unknown, b: unknown, m: string) => void, comment: (m: string) => void }, got: Map<string, Feature>, what: string): void {
+  t.same([...got.keys()].sort(), [...expected.keys()].sort(), `${what}: the same ids`)
+  let differences = 0
+  for (const [id, f] of got) {
+    const want = expected.get(id)
+    if (want === undefined) continue
+    if (JSON.stringify(f.geometry.coordinates) !== JSON.stringify(want.geometry.coordinates)) differences++
+    for (const [name, value] of Object.entries(want.properties)) {
+      const v = f.properties[name]
+      const text = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && typeof v === 'string' ? new Date(v.replace(/\//g, '-')).toISOString() === new Date(value).toISOString() : asText(v).replace(/\s/g, '') === asText(value).replace(/\s/g, '')
+      if (!text) { differences++; t.comment(`${what} ${id} ${name}: ${asText(v)} ≠ ${asText(value)}`) }
+    }
+  }
+  t.equal(differences, 0, `${what}: the same geometries and properties`)
+}
+
+t.test('the collection links every format of the items', async (t) => {
+  const links = ((await get('/collections/sources')).json() as { links: Array<{ rel: string, type: string }> }).links
+  for (const type of ['application/geo+json', 'application/geo+json-seq', 'application/x-ndjson', 'text/csv', 'application/flatgeobuf']) t.ok(links.some((l) => l.rel === 'items' && l.type === type), type)
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, unknown> }> } }> }
+  const content = doc.paths['/collections/sources/items']?.get.responses['200']?.content ?? {}
+  for (const type of ['application/geo+json-seq', 'application/x-ndjson', 'text/csv', 'application/flatgeobuf', 'text/html']) t.ok(type in content, `/openapi.json: ${type}`)
+})
+
+t.test('each format by f= and by Accept, with its media type', async (t) => {
+  for (const [f, type] of [['geojsonseq', 'application/geo+json-seq'], ['ndjson', 'application/x-ndjson'], ['csv', 'text/csv'], ['fgb', 'application/flatgeobuf']]) {
+    t.match((await get(`/collections/sources/items?f=${f}`)).headers['content-type'], type, `f=${f}`)
+    t.match((await get('/collections/sources/items', { accept: `${type}, application/json;q=0.5` })).headers['content-type'], type, `Accept: ${type}`)
+  }
+  const seq = (await get('/collections/sources/items?f=geojsonseq&limit=3')).body
+  t.equal(seq.split('\u001e').length, 4, 'RFC 8142: each record after RS')
+  t.ok(seq.endsWith('\n'))
+  t.equal((await get('/collections/sources/items', { accept: 'image/png' })).statusCode, 406)
+  t.equal((await get('/collections/sources/items?f=shp')).statusCode, 400)
+})
+
+t.test('the next page of a format: a Link header, in the same format', async (t) => {
+  const first = await get('/collections/sources/items?f=csv&limit=20')
+  const link = String(first.headers.link)
+  t.match(link, /rel="next"; type="text\/csv"/)
+  const next = /<([^>]+)>/.exec(link)?.[1] as string
+  const second = await get(new URL(next).pathname + new URL(next).search)
+  t.equal(first.body.trim().split('\r\n').length - 1 + second.body.trim().split('\r\n').length - 1, expected.size, 'the two pages hold every feature')
+  t.notOk(second.headers.link, 'no next link on the last page')
+})
+
+t.test('read back by GDAL', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {
+  sameFeatures(t, await gdalFeatures(await download('/collections/sources/items?f=fgb&limit=1000', 'items.fgb')), 'FlatGeobuf')
+  sameFeatures(t, await gdalFeatures(await download('/collections/sources/items?f=geojsonseq&limit=1000', 'items.geojsons')), 'GeoJSONSeq')
+  sameFeatures(t, await gdalFeatures(await download('/collections/sources/items?limit=1000', 'items.ndjson', { accept: 'application/x-ndjson' })), 'NDJSON')
+  sameFeatures(t, await gdalFeatures(await download('/collections/sources/items?f=csv&limit=1000', 'items.csv'), ['-oo', 'GEOM_POSSIBLE_NAMES=WKT', '-oo', 'KEEP_GEOM_COLUMNS=NO']), 'CSV')
+  // A streamed page (more than ITEMS_ROWS_PER_QUERY rows) too.
+  sameFeatures(t, await gdalFeatures(await download('/collections/sources/items?f=fgb&limit=10000', 'all.fgb')), 'FlatGeobuf, streamed page')
+  const info = spawnSync('ogrinfo', ['-ro', '-al', '-so', join(dir, 'items.fgb')], { encoding: 'utf8' }).stdout
+  t.match(info, /Geometry: Polygon/)
+  t.match(info, /Feature Count: 31/)
+  for (const field of ['id: String', 'feature_id: String', 'start_at: DateTime', 'version: Integer64', 'area_m2: Real', 'conflict: Integer\\(Boolean\\)']) t.match(info, new RegExp(field))
+  // The spatial index: the header names its node size, and GDAL answers -spat from the tree.
+  const bytes = await readFile(join(dir, 'items.fgb'))
+  const bb = new flatbuffers.ByteBuffer(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length))
+  bb.setPosition(8)
+  t.equal(fromByteBuffer(bb).indexNodeSize, 16, 'a packed R-tree of node size 16')
+  const spat = spawnSync('ogrinfo', ['-ro', '-al', '-q', '-spat', '2', '1', '2.2', '1.2', join(dir, 'items.fgb')], { encoding: 'utf8' })
+  t.equal((spat.stdout.match(/OGRFeature\(/g) ?? []).length, 1, 'one box in that window (a-8)')
+  t.match(spat.stdout, /feature_id \(String\) = a-8/)
+})
+
+t.test('an empty page in every format is still a file GDAL opens', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {
+  for (const [f, ext] of [['fgb', 'fgb'], ['csv', 'csv']]) {
+    const file = await download(`/collections/sources/items?f=${f}&feature_id=none`, `empty.${ext}`)
+    t.equal(spawnSync('ogrinfo', ['-ro', '-al', '-so', file]).status, 0, `${f}: opens`)
+  }
+})
+
+t.test('f=html: the page shell, without a token, for each resource', async (t) => {
+  for (const url of ['/?f=html', '/collections?f=html', '/collections/sources?f=html', '/collections/sources/items?f=html', `/collections/sources/items/${reference.features[0]?.id ?? ''}?f=html`]) {
+    const res = await app.inject({ method: 'GET', url })
+    t.equal(res.statusCode, 200, url)
+    t.match(res.headers['content-type'], 'text/html', url)
+    t.match(res.body, /map\/static\/browse\.js/, url)
+    t.match(res.headers['content-security-policy'], /script-src 'self'/, `${url}: the map page's CSP`)
+  }
+  const browser = await app.inject({ method: 'GET', url: '/collections/sources/items', headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } })
+  t.match(browser.headers['content-type'], 'text/html', 'a browser\'s Accept')
+  t.equal((await app.inject({ method: 'GET', url: '/collections/sources/items?f=json' })).statusCode, 401, 'JSON still needs a token')
+})
