@@ -23,7 +23,7 @@ export interface ValidationIssue { instancePath: string, message?: string, keywo
  * An anyOf (a string or a number) fails with one issue per alternative at its path and then its
  * own: one detail, "must be a string or a number", says it.
  */
-function collapseAnyOf (issues: ValidationIssue[]): ValidationIssue[] {
+function collapseAnyOf (issues: ValidationIssue[], body: unknown): ValidationIssue[] {
   const anyOf = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath))
   if (anyOf.size === 0) return issues
   return issues.flatMap((issue) => {
@@ -31,7 +31,8 @@ function collapseAnyOf (issues: ValidationIssue[]): ValidationIssue[] {
     if (issue.keyword !== 'anyOf') return []
     const alternatives = issues.filter((i) => i.instancePath === issue.instancePath && i.keyword !== 'anyOf')
       .map((i) => i.keyword === 'type' ? `a ${String(i.params.type)}` : i.keyword === 'const' ? JSON.stringify(i.params.allowedValue) : i.message ?? 'valid')
-    return [{ ...issue, message: `must be ${[...new Set(alternatives)].join(' or ')}` }]
+    const message = isOutOfRange(valueAt(body, issue.instancePath)) ? OUT_OF_RANGE : `must be ${[...new Set(alternatives)].join(' or ')}`
+    return [{ ...issue, message }]
   })
 }
 
@@ -43,7 +44,7 @@ function tagValues (issue: ValidationIssue, tag: string): string {
 }
 
 export function validationDetails (issues: ValidationIssue[], context: string | undefined, body: unknown, describe?: DescribePointer): ErrorDetail[] {
-  return collapseAnyOf(issues).map((issue) => {
+  return collapseAnyOf(issues, context === 'body' ? body : undefined).map((issue) => {
     let pointer = issue.instancePath
     let message = issue.message ?? 'is invalid'
     if (issue.keyword === 'discriminator') {
