@@ -52,6 +52,9 @@ t.test('?id_property= names the property holding the id; it wins over the Featur
   const put = await app.inject({ method: 'PUT', url: `/sources/?id=${id}&id_property=parcel_no`, headers: { ...editor.headers, 'if-match': '*' }, payload: withProps(undefined, { parcel_no: 'NL-1b' }, 10) })
   t.equal(put.statusCode, 200, put.body)
   t.equal(put.json().properties.feature_id, 'NL-1b')
+  const ogcPut = await app.inject({ method: 'PUT', url: `/collections/sources/items/${id}?id_property=parcel_no`, headers: { ...editor.headers, 'if-match': '*' }, payload: withProps(undefined, { parcel_no: 1234 }, 10) })
+  t.equal(ogcPut.statusCode, 200, ogcPut.body)
+  t.equal(ogcPut.json().properties.feature_id, '1234', 'the OGC PUT too, a numeric one')
 })
 
 t.test('400 for a feature without any id, saying both ways to give one', async (t) => {
