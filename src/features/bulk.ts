@@ -124,6 +124,9 @@ function clientIdOf (f: unknown): { feature_id?: string } {
 
 export interface ImportReport { read: number, stored: number, already: number, refused: Array<{ index: number, feature_id?: string, reason: string }> }
 
+/** A refused feature's client id, as the service keeps it (an integer as its decimal string). */
+const idOf = (input: FeatureInput): { feature_id?: string } => input.id === undefined ? {} : { feature_id: String(input.id) }
+
 /** The index in the batch a detail's pointer names (/features/3/...). */
 const indexOf = (pointer: string | undefined): number | undefined => {
   const m = /^\/features\/(\d+)/.exec(pointer ?? '')
@@ -150,7 +153,7 @@ async function storeBatch (store: SourceStore, schemas: AttributeSchemaStore, ow
       }
       if (named.size === 0) {
         if (rest.length === 1) {
-          report.refused.push({ index: rest[0]!.index, feature_id: rest[0]!.input.id, reason: `${e.code}: ${e.message}` })
+          report.refused.push({ index: rest[0]!.index, ...idOf(rest[0]!.input), reason: `${e.code}: ${e.message}` })
           return
         }
         const half = Math.ceil(rest.length / 2)
@@ -162,7 +165,7 @@ async function storeBatch (store: SourceStore, schemas: AttributeSchemaStore, ow
         const b = rest[i]
         if (b === undefined) continue
         if (why === 'already') report.already++
-        else report.refused.push({ index: b.index, feature_id: b.input.id, reason: why })
+        else report.refused.push({ index: b.index, ...idOf(b.input), reason: why })
       }
       rest = rest.filter((_, i) => !named.has(i))
     }

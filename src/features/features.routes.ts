@@ -19,7 +19,7 @@ import { createSources, patch, remove, replace, versionsPage } from '../sources/
 import { etagOf } from '../sources/source-feature.js'
 import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
-import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
+import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, IdPropertySchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
 import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-properties.js'
 import type { SourceStore } from '../sources/sources.store.js'
@@ -91,7 +91,7 @@ function collectionDoc (base: string, extent: SourcesExtent) {
   return {
     id: 'sources',
     title: 'Sources',
-    description: 'Registered areas (Polygons) with their validity periods [start_at, end_at).',
+    description: 'Registered areas (Polygons and MultiPolygons) with their validity periods [start_at, end_at).',
     itemType: 'feature' as const,
     crs: [CRS84],
     extent: {
@@ -350,10 +350,11 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       params: ItemParamsSchema,
+      querystring: Type.Object({ id_property: Type.Optional(IdPropertySchema) }),
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, request.query.id_property)))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },

@@ -197,6 +197,26 @@ async function inBrowser (executablePath: string): Promise<void> {
     await page.screenshot({ path: 'test-output/map/upload-rejected.png' })
   })
 
+  t.test('upload a file whose features have no id: pick the attribute (id_property); each refused feature\'s reason', async (t) => {
+    const dir = await tempDir(t, 'sr-map-ids-')
+    const file = join(dir, 'parcels.geojson')
+    const parcel = (no: string, coordinates: unknown) => ({ type: 'Feature', properties: { name: `parcel ${no}`, parcel_no: no, start_at: '2024-01-01', end_at: '2025-01-01' }, geometry: { type: 'MultiPolygon', coordinates } })
+    await writeFile(file, JSON.stringify(collection(
+      parcel('P-1', [box(11.6, 50), box(11.75, 50)]),
+      parcel('P-2', [[[[11.9, 50], [12, 50.1], [12, 50], [11.9, 50.1], [11.9, 50]]]])
+    )))
+    const input = await page.$('#upload')
+    if (input === null) throw new Error('no file input')
+    await (input as unknown as { uploadFile: (path: string) => Promise<void> }).uploadFile(file)
+    await page.waitForFunction(() => document.querySelector('#id-pick')?.hasAttribute('hidden') === false, { timeout: 15_000 })
+    t.match(await text('#message-text'), /2 of 2 features have no id/)
+    t.same(await page.$$eval('#id-property option', (options) => options.map((o) => (o as HTMLOptionElement).value)), ['name', 'parcel_no'], 'the file\'s attribute names')
+    t.equal(await page.$eval('#id-property', (s) => (s as HTMLSelectElement).value), 'parcel_no', 'parcel_no guessed')
+    await page.click('#id-upload')
+    await page.waitForFunction(() => document.querySelector('#message-text')?.textContent?.includes('was not registered'), { timeout: 15_000 })
+    t.match(await text('#message-details'), /Feature 1 \(P-2\): invalid multipolygon: Self-intersection.*\(\/features\/1\/geometry\/coordinates\/0\/0\)/, 'the refused feature, its id and its reason')
+  })
+
   t.test('drop a GeoJSON file on the map: the created ids, the areas drawn', async (t) => {
     const dropped = JSON.stringify(collection(feature('dropped-1', { coordinates: placed('dropped-1', 11.41, 50.01) })))
     await page.evaluate((text) => {

@@ -1,7 +1,7 @@
-// multiPolygonEwkb writes what wkx's own MultiPolygon writer writes, holes and altitude included.
+// multiPolygonEwkb and areasEwkb write what wkx's own writers write, holes and altitude included.
 import t from 'tap'
 import wkx from 'wkx'
-import { multiPolygonEwkb } from '../../src/db/ewkb.js'
+import { areasEwkb, multiPolygonEwkb } from '../../src/db/ewkb.js'
 
 t.test('byte for byte wkx.MultiPolygon#toEwkb, SRID 4326, altitude dropped', async (t) => {
   const polygons = [
@@ -46,4 +46,22 @@ t.test('-0 and magnitudes under 1e-100 are written as 0', async (t) => {
   const ewkb = multiPolygonEwkb([[[[-0, 1e-101], [1, -0], [1, 1], [-1e-200, 0]]]])
   const expected = new wkx.MultiPolygon([new wkx.Polygon([[0, 0], [1, 0], [1, 1], [0, 0]].map(([x, y]) => new wkx.Point(x, y)))], 4326).toEwkb()
   t.ok(ewkb.equals(expected), 'same bytes as the zeros')
+})
+
+t.test('areasEwkb: byte for byte wkx.GeometryCollection#toEwkb of Polygons and MultiPolygons', async (t) => {
+  const poly = (rings: number[][][]) => {
+    const [outer, ...holes] = rings.map((ring) => ring.map((p) => new wkx.Point(p[0], p[1])))
+    return new wkx.Polygon(outer, holes)
+  }
+  const a = [[[0, 0], [1, 0], [1, 1], [0, 0]]]
+  const b = [[[10, 10, 5], [20, 10, 5], [20, 20, 5], [10, 10, 5]], [[12, 12], [12, 14], [14, 14], [12, 12]]]
+  const areas = [
+    { type: 'Polygon' as const, coordinates: a },
+    { type: 'MultiPolygon' as const, coordinates: [a, b] },
+    { type: 'MultiPolygon' as const, coordinates: [b] }
+  ]
+  const expected = new wkx.GeometryCollection([poly(a), new wkx.MultiPolygon([poly(a), poly(b)]), new wkx.MultiPolygon([poly(b)])], 4326).toEwkb()
+  t.ok(areasEwkb(areas).equals(expected), 'same bytes')
+  const parsed = wkx.Geometry.parse(areasEwkb(areas)) as wkx.GeometryCollection
+  t.same(parsed.geometries.map((g) => g.constructor.name), ['Polygon', 'MultiPolygon', 'MultiPolygon'])
 })

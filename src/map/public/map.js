@@ -377,22 +377,62 @@
   $('clear-filter').addEventListener('click', () => { $('from').value = ''; $('to').value = ''; writeHash(); drawSources() })
 
   // --- upload: the file's FeatureCollection as is ---
-  async function upload (file) {
+  // Files from GIS tools often carry no feature id: the user then picks the attribute that holds
+  // it (POST ?id_property=), from the attribute names the file's features have.
+  let pending = null
+  function prepare (file) {
+    file.text().then((text) => {
+      let parsed = null
+      try { parsed = JSON.parse(text) } catch {}
+      const features = parsed && Array.isArray(parsed.features) ? parsed.features : parsed && parsed.type === 'Feature' ? [parsed] : []
+      const withoutId = features.filter((f) => f && (f.id === undefined || f.id === null)).length
+      $('id-pick').hidden = true
+      if (withoutId === 0) return upload(file.name, text, parsed, '')
+      const names = [...new Set(features.flatMap((f) => f && f.properties && typeof f.properties === 'object' ? Object.keys(f.properties) : []))]
+        .filter((n) => n !== 'start_at' && n !== 'end_at')
+      const select = $('id-property')
+      select.replaceChildren(...names.map((n) => {
+        const option = document.createElement('option')
+        option.value = n
+        option.textContent = n
+        return option
+      }))
+      const guess = names.find((n) => /(^|_)(id|fid|no|nr|number|code|key)$/i.test(n))
+      if (guess) select.value = guess
+      pending = { name: file.name, text, parsed }
+      $('id-pick').hidden = names.length === 0
+      say(names.length > 0
+        ? `${file.name}: ${withoutId} of ${features.length} features have no id. Pick the attribute that holds each feature's id ("Id from"), then Upload.`
+        : `${file.name}: ${withoutId} of ${features.length} features have no id and no attributes to take one from: give each Feature an "id".`, { error: names.length === 0 })
+    })
+  }
+  $('id-upload').addEventListener('click', () => {
+    if (!pending) return
+    const { name, text, parsed } = pending
+    pending = null
+    $('id-pick').hidden = true
+    upload(name, text, parsed, $('id-property').value)
+  })
+  /** "Feature 2 (NL-2): the reason (/features/2/geometry/…)" for a detail that names a feature. */
+  function reason (d) {
+    const where = d.pointer ? ` (${d.pointer})` : ''
+    if (typeof d.feature_index !== 'number') return `${d.pointer || ''}${d.pointer ? ': ' : ''}${d.message || ''}`
+    return `Feature ${d.feature_index}${d.feature_id !== undefined ? ` (${d.feature_id})` : ''}: ${d.message || 'refused'}${where}`
+  }
+  async function upload (name, text, parsed, idProperty) {
     if (highlightLayer) { highlightLayer.remove(); highlightLayer = null }
-    const text = await file.text()
-    let parsed = null
-    try { parsed = JSON.parse(text) } catch {}
     try {
-      const body = await api('sources', { method: 'POST', headers: { 'content-type': 'application/geo+json' }, body: text })
+      const query = idProperty ? `?id_property=${encodeURIComponent(idProperty)}` : ''
+      const body = await api(`sources${query}`, { method: 'POST', headers: { 'content-type': 'application/geo+json' }, body: text })
       const ids = (body.sources || []).map((s) => `${s.id} (${s.feature_id})`)
-      say(`${file.name}: ${body.message}`, { details: ids })
+      say(`${name}: ${body.message}`, { details: ids })
       drawSources({ afterWrite: true })
     } catch (err) {
       if (err.status === 401) return
-      const details = Array.isArray(err.body.details) ? err.body.details : []
-      say(`${file.name} was not registered: ${err.message} (${err.status || 'no answer'})`, {
+      const details = err.body && Array.isArray(err.body.details) ? err.body.details : []
+      say(`${name} was not registered: ${err.message} (${err.status || 'no answer'})`, {
         error: true,
-        details: details.map((d) => `${d.pointer || ''}${d.pointer ? ': ' : ''}${d.message || ''}`)
+        details: details.map(reason)
       })
       highlight(parsed, details)
     }
@@ -401,7 +441,7 @@
   function highlight (collection, details) {
     if (!collection || !Array.isArray(collection.features)) return
     const indexes = new Set(details.map((d) => /^\/features\/(\d+)/.exec(d.pointer || '')).filter(Boolean).map((m) => Number(m[1])))
-    const shapes = [...indexes].map((i) => collection.features[i]).filter((f) => f && f.geometry && f.geometry.type === 'Polygon')
+    const shapes = [...indexes].map((i) => collection.features[i]).filter((f) => f && f.geometry && (f.geometry.type === 'Polygon' || f.geometry.type === 'MultiPolygon'))
     if (shapes.length === 0) return
     try {
       highlightLayer = L.geoJSON({ type: 'FeatureCollection', features: shapes.map((f) => ({ type: 'Feature', properties: {}, geometry: f.geometry })) }, {
@@ -413,7 +453,7 @@
   }
   $('upload').addEventListener('change', (event) => {
     const file = event.target.files[0]
-    if (file) upload(file)
+    if (file) prepare(file)
     event.target.value = ''
   })
   const mapDiv = $('map')
@@ -423,7 +463,7 @@
     event.preventDefault()
     mapDiv.classList.remove('dropping')
     const file = event.dataTransfer.files[0]
-    if (file) upload(file)
+    if (file) prepare(file)
   })
 
   // --- API keys: the signed-in user's own; a new key is shown once and never kept ---
