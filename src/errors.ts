@@ -23,6 +23,7 @@ export const ErrorStatus = {
   ACCOUNT_EXISTS: 409,
   API_KEY_LIMIT: 409,
   SUBSCRIPTION_LIMIT: 409,
+  STANCE_NOT_ALLOWED: 409,
   GONE: 410,
   PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
@@ -63,7 +64,8 @@ export const ErrorSchema = Type.Object({
   details: Type.Optional(Type.Array(ErrorDetailSchema)),
   request_id: Type.Optional(Type.String()),
   deleted_at: Type.Optional(Type.String({ description: 'For GONE: when the source was deleted.' })),
-  version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' }))
+  version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' })),
+  allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' }))
 }, { $id: 'Error' })
 export type ErrorBody = Static<typeof ErrorSchema>
 
@@ -78,7 +80,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   405: 'The path is served, but not with this method: Allow lists the methods it takes.',
   406: 'The Accept header asks for a media type this resource is not sent in.',
   408: 'The request did not arrive in time.',
-  409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with.',
+  409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with; for a stance, `allowed` names the stances the party may take now.',
   410: 'The source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions).',
   412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
   413: 'The request body is over the size limit; the connection is closed after this answer.',
@@ -121,6 +123,7 @@ function errorBodySchema (status: ErrorHttpStatus) {
     code: Type.Unsafe<ErrorCode>({ type: 'string', enum: codes }),
     ...(WITH_DETAILS.has(status) ? { details: Type.Optional(Type.Array(ErrorDetailSchema)) } : {}),
     ...(status === 410 ? { deleted_at: Type.String({ format: 'date-time', description: 'When the source was deleted.' }), version: Type.Integer({ minimum: 2, description: 'The version its deletion is.' }) } : {}),
+    ...(status === 409 ? { allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' })) } : {}),
     ...(status === 412 ? { version: Type.Optional(Type.Integer({ minimum: 1, description: 'For a source: its current version (the ETag to send is W/"<version>").' })) } : {}),
     ...(status >= 500 ? { request_id: Type.String({ description: 'The request\'s id (also X-Request-ID), as the log has it.' }) } : {})
   }, { $id: `Error${status}`, additionalProperties: false })
@@ -147,8 +150,8 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   readonly details?: ErrorDetail[]
   readonly headers?: Record<string, string>
-  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version'>
-  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version'> } = {}) {
+  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'allowed'>
+  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'allowed'> } = {}) {
     super(message)
     this.name = 'ApiError'
     this.code = code
