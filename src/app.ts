@@ -80,8 +80,10 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     // its maxParamLength: 414) and Node's (431, 408, not HTTP) in the one error shape.
     frameworkErrors: errorHandler,
     clientErrorHandler: clientErrorHandler({ headersMs: section.http.HTTP_HEADERS_TIMEOUT_MS, requestMs: section.http.HTTP_REQUEST_TIMEOUT_MS }),
-    // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body.
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } }
+    // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body. The
+    // discriminator tells a Polygon from a MultiPolygon by its type (sources.schema.ts AreaSchema);
+    // verbose gives its issue the alternatives, named in the message (http/validation.ts).
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, discriminator: true, verbose: true } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // JSON only: without its default text/plain parser, any other media type is a 415.

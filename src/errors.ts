@@ -52,7 +52,8 @@ export const ErrorDetailSchema = Type.Object({
   existing_id: Type.Optional(Type.String({ description: 'For 409: the source that already holds this feature id and period.' })),
   reason: Type.Optional(Type.String({ description: 'For invalid geometry: ST_IsValidReason.' })),
   location: Type.Optional(Type.Array(Type.Number(), { description: 'For invalid geometry: [lon, lat] of the problem.' })),
-  ring: Type.Optional(Type.Integer({ description: 'For invalid geometry: ring index (0 = exterior).' })),
+  part: Type.Optional(Type.Integer({ description: 'For an invalid MultiPolygon: the part (polygon) index, from 0.' })),
+  ring: Type.Optional(Type.Integer({ description: 'For invalid geometry: ring index (0 = exterior), of the part when there is one.' })),
   conflicts: Type.Optional(Type.Array(ConflictWithSchema, { description: 'For SOURCE_OVERLAP: what this feature would conflict with.' }))
 })
 export type ErrorDetail = Static<typeof ErrorDetailSchema>

@@ -88,7 +88,7 @@ COMMENT ON TRIGGER sources_versions_delete ON sources IS 'Records the deletion o
 -- 4. The sources as they were at an instant: for each, its latest version recorded by then,
 --    unless that was its deletion. Columns as sources' own, so an analyst joins it like the table.
 CREATE OR REPLACE FUNCTION sources_as_of(at timestamptz)
-  RETURNS TABLE (id text, feature_id text, organisation text, created_by uuid, geom geometry(Polygon, 4326),
+  RETURNS TABLE (id text, feature_id text, organisation text, created_by uuid, geom geometry(Geometry, 4326),
                  period tstzrange, created_at timestamptz, version integer, updated_at timestamptz)
   LANGUAGE sql STABLE
 AS $$

@@ -36,7 +36,7 @@ export interface SourcesTable {
   feature_id: string
   organisation: string
   created_by: string
-  /** geometry(Polygon,4326); written as binary EWKB (db/ewkb.ts), read through postgis.ts helpers. */
+  /** geometry(Geometry,4326), a Polygon or MultiPolygon (sources_geom_polygonal); written as binary EWKB (db/ewkb.ts), read through postgis.ts helpers. */
   geom: ColumnType<never, string, string>
   /** tstzrange; read through lower()/upper(). */
   period: ColumnType<never, string, string>

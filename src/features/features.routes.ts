@@ -92,7 +92,7 @@ function collectionDoc (base: string, extent: SourcesExtent) {
   return {
     id: 'sources',
     title: 'Sources',
-    description: 'Registered areas (Polygons) with their validity periods [start_at, end_at).',
+    description: 'Registered areas (Polygons and MultiPolygons) with their validity periods [start_at, end_at).',
     itemType: 'feature' as const,
     crs: [CRS84],
     extent: {

@@ -17,13 +17,41 @@ declare module 'fastify' {
   }
 }
 
-export interface ValidationIssue { instancePath: string, message?: string, keyword: string, params: Record<string, unknown> }
+export interface ValidationIssue { instancePath: string, message?: string, keyword: string, params: Record<string, unknown>, parentSchema?: unknown }
+
+/**
+ * An anyOf (a string or a number) fails with one issue per alternative at its path and then its
+ * own: one detail, "must be a string or a number", says it.
+ */
+function collapseAnyOf (issues: ValidationIssue[]): ValidationIssue[] {
+  const anyOf = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath))
+  if (anyOf.size === 0) return issues
+  return issues.flatMap((issue) => {
+    if (!anyOf.has(issue.instancePath)) return [issue]
+    if (issue.keyword !== 'anyOf') return []
+    const alternatives = issues.filter((i) => i.instancePath === issue.instancePath && i.keyword !== 'anyOf')
+      .map((i) => i.keyword === 'type' ? `a ${String(i.params.type)}` : i.keyword === 'const' ? JSON.stringify(i.params.allowedValue) : i.message ?? 'valid')
+    return [{ ...issue, message: `must be ${[...new Set(alternatives)].join(' or ')}` }]
+  })
+}
+
+/** The values of a discriminator's tag its alternatives take (Ajv's parentSchema, in verbose mode). */
+function tagValues (issue: ValidationIssue, tag: string): string {
+  const oneOf = (issue.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> } | undefined)?.oneOf ?? []
+  const values = oneOf.map((s) => s.properties?.[tag]?.const).filter((v) => v !== undefined).map((v) => JSON.stringify(v))
+  return values.length > 0 ? `must be ${values.join(' or ')}` : 'is not one of the types accepted here'
+}
 
 export function validationDetails (issues: ValidationIssue[], context: string | undefined, body: unknown, describe?: DescribePointer): ErrorDetail[] {
-  return issues.map((issue) => {
+  return collapseAnyOf(issues).map((issue) => {
     let pointer = issue.instancePath
     let message = issue.message ?? 'is invalid'
-    if (issue.keyword === 'required') {
+    if (issue.keyword === 'discriminator') {
+      // Ajv's discriminator (a Polygon or a MultiPolygon, told by `type`): the tag is missing or no alternative's.
+      const tag = String(issue.params.tag)
+      pointer += `/${tag}`
+      message = issue.params.error === 'tag' ? 'is required' : tagValues(issue, tag)
+    } else if (issue.keyword === 'required') {
       pointer += `/${String(issue.params.missingProperty)}`
       message = 'is required'
     } else if (issue.keyword === 'const') {

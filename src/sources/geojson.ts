@@ -1,18 +1,21 @@
-// The RFC 7946 rules a JSON schema cannot say (positions in range, rings closed) and the date
-// rules (datetime.ts), checked per feature with a JSON pointer for each problem. Structural
+// The RFC 7946 rules a JSON schema cannot say (positions in range, rings closed, of a Polygon
+// or of each part of a MultiPolygon), the client's id (a Feature's `id`, string or integer, or
+// the property ?id_property= names), a GeoJSON 2008 `crs` member (CRS84 / EPSG:4326 only) and the
+// date rules (datetime.ts), checked per feature with a JSON pointer for each problem. Structural
 // problems are 400; well-formed but impossible data (start not before end, the same feature id
 // twice with overlapping periods) is 422. ST_IsValid and the period window are checked by the
 // database's constraints.
+import type { Area } from '../db/ewkb.js'
 import type { ErrorDetail } from '../errors.js'
 import { type ParsedDateTime, parseDateTime } from './datetime.js'
-import type { FeatureCollection } from './sources.schema.js'
+import type { FeatureCollection, FeatureInput } from './sources.schema.js'
 
 /** A feature that passed every check: what the repository stores (with an id, as NewSource). */
 export interface ValidFeature {
   index: number
   featureId: string
-  /** The polygon's rings as the client sent them (positions checked); see db/ewkb.ts. */
-  rings: number[][][]
+  /** The area as the client sent it, a Polygon or a MultiPolygon (positions checked); see db/ewkb.ts. */
+  geometry: Area
   /** Normalised ISO 8601 with explicit offset, microsecond precision: safe to cast to timestamptz. */
   startAt: string
   endAt: string
@@ -46,11 +49,79 @@ export function checkRings (rings: number[][][], base: string, details: ErrorDet
   })
 }
 
+/** checkRings on a Polygon, or on each part of a MultiPolygon (pointers …/coordinates/part/ring/…). */
+export function checkArea (area: Area, base: string, details: ErrorDetail[]): void {
+  if (area.type === 'Polygon') checkRings(area.coordinates, base, details)
+  else area.coordinates.forEach((rings, part) => { checkRings(rings, `${base}/${part}`, details) })
+}
+
+const escape = (name: string): string => name.replace(/~/g, '~0').replace(/\//g, '~1')
+
+/** What a feature without an id is told. */
+const HOW_TO_GIVE_AN_ID = 'give each Feature an "id" (a string, or an integer), or name the property that holds it with ?id_property=<name>'
+
+/**
+ * The client's id of a feature: properties[idProperty] when the request names one (it wins over
+ * the Feature's `id`), else its `id`. A string as it is; an integer as its decimal string (42 and
+ * "42" are one id; -0 is 0); anything else a problem at its pointer.
+ */
+export function clientId (feature: FeatureInput, base: string, idProperty: string | undefined): { id: string } | ErrorDetail {
+  const fromProperty = idProperty !== undefined
+  const value: unknown = fromProperty ? (feature.properties as Record<string, unknown>)[idProperty] : feature.id
+  const pointer = fromProperty ? `${base}/properties/${escape(idProperty)}` : `${base}/id`
+  const what = fromProperty ? `the id property "${idProperty}"` : 'the id'
+  if (value === undefined || value === null) {
+    return {
+      pointer,
+      message: fromProperty
+        ? `the feature has no property "${idProperty}" (named by id_property), or it is null: each feature needs its id there`
+        : `the feature has no id: ${HOW_TO_GIVE_AN_ID}`
+    }
+  }
+  if (typeof value === 'string') {
+    if (value.length === 0 || value.length > 256) return { pointer, message: `${what} must be 1 to 256 characters long` }
+    if (value.includes('\u0000')) return { pointer, message: `${what} must not contain the character U+0000 (a PostgreSQL text cannot hold it)` }
+    return { id: value }
+  }
+  if (typeof value === 'number') {
+    if (Number.isSafeInteger(value)) return { id: String(value) }
+    if (!Number.isFinite(value)) return { pointer, message: `${what} is out of range: a numeric id must be an integer within ±(2^53 − 1); send a larger one as a string` }
+    if (!Number.isInteger(value)) return { pointer, message: `${what} ${value} is not an integer: a numeric id must be an integer; send it as a string to keep it as written` }
+    // Beyond ±(2^53 − 1) JSON.parse has already changed the digits (12345678901234567890 reads as 12345678901234567000).
+    return { pointer, message: `${what} is beyond ±(2^53 − 1), where JSON numbers lose digits (it reads as ${String(value)}): send it as a string` }
+  }
+  return { pointer, message: `${what} must be a string or an integer, not ${Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`}` }
+}
+
+/**
+ * The names a GeoJSON 2008 `crs` member may give for what RFC 7946 requires, longitude and
+ * latitude on WGS 84: CRS84 and EPSG:4326 in the spellings GDAL, QGIS and others write (a GeoJSON
+ * file's EPSG:4326 is longitude, latitude, as GDAL writes and reads it), compared without case.
+ */
+const WGS84_NAMES = new Set([
+  'urn:ogc:def:crs:ogc:1.3:crs84', 'urn:ogc:def:crs:ogc::crs84', 'urn:ogc:def:crs:ogc:crs84', 'ogc:crs84', 'crs84',
+  'http://www.opengis.net/def/crs/ogc/1.3/crs84', 'https://www.opengis.net/def/crs/ogc/1.3/crs84', 'http://www.opengis.net/def/crs/ogc/0/crs84',
+  'urn:ogc:def:crs:epsg::4326', 'urn:ogc:def:crs:epsg:4326', 'epsg:4326', 'http://www.opengis.net/def/crs/epsg/0/4326',
+  'https://www.opengis.net/def/crs/epsg/0/4326', 'http://www.opengis.net/gml/srs/epsg.xml#4326'
+])
+
+/** A `crs` member at `pointer`: nothing when absent or naming WGS 84 lon/lat, else the problem. */
+export function checkCrs (crs: unknown, pointer: string): ErrorDetail | undefined {
+  if (crs === undefined) return undefined
+  const name = (crs as { type?: unknown, properties?: { name?: unknown } } | null)?.properties?.name
+  if (crs !== null && typeof crs === 'object' && (crs as { type?: unknown }).type === 'name' && typeof name === 'string' && WGS84_NAMES.has(name.trim().toLowerCase())) return undefined
+  const named = typeof name === 'string' ? `names the CRS "${name.slice(0, 200)}"` : 'does not name a CRS this service reads'
+  return {
+    pointer,
+    message: `${named}: coordinates must be longitude, latitude in WGS 84 (RFC 7946), given without a crs member or with one naming urn:ogc:def:crs:OGC:1.3:CRS84 or EPSG:4326; reproject the file first (e.g. ogr2ogr -t_srs EPSG:4326)`
+  }
+}
+
 /**
  * Checks every feature of an already schema-valid FeatureCollection. All 400 problems are
  * reported before any 422 one: a request with both gets 400.
  */
-export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
+export function checkFeatureCollection (fc: FeatureCollection, idProperty?: string): CheckResult {
   const structural: ErrorDetail[] = []
   const unprocessable: ErrorDetail[] = []
   const checked: ValidFeature[] = []
@@ -63,28 +134,35 @@ export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
     return parsed
   }
 
+  const crs = checkCrs(fc.crs, '/crs')
+  if (crs !== undefined) structural.push(crs)
+  const ids: string[] = []
   fc.features.forEach((feature, index) => {
-    const where = { feature_index: index, feature_id: feature.id }
     const before = structural.length
-    if (feature.id.includes('\u0000')) {
-      structural.push({ pointer: `/features/${index}/id`, message: 'must not contain the character U+0000 (a PostgreSQL text cannot hold it)', ...where })
-    }
-    const rings = feature.geometry.coordinates
+    const base = `/features/${index}`
+    const resolved = clientId(feature, base, idProperty)
+    const featureId = 'id' in resolved ? resolved.id : undefined
+    const where = { feature_index: index, ...(featureId !== undefined ? { feature_id: featureId } : {}) }
+    if (!('id' in resolved)) structural.push({ ...resolved, ...where })
+    const featureCrs = checkCrs(feature.crs, `${base}/crs`)
+    if (featureCrs !== undefined) structural.push({ ...featureCrs, ...where })
+    const geometry = feature.geometry as Area
     const ringProblems: ErrorDetail[] = []
-    checkRings(rings, `/features/${index}/geometry/coordinates`, ringProblems)
+    checkArea(geometry, `${base}/geometry/coordinates`, ringProblems)
     structural.push(...ringProblems.map((d) => ({ ...d, ...where })))
 
     const start = parseDate(feature.properties.start_at)
     const end = parseDate(feature.properties.end_at)
-    if (typeof start === 'string') structural.push({ pointer: `/features/${index}/properties/start_at`, message: `start_at ${start}`, ...where })
-    if (typeof end === 'string') structural.push({ pointer: `/features/${index}/properties/end_at`, message: `end_at ${end}`, ...where })
-    if (structural.length > before || typeof start === 'string' || typeof end === 'string') return
+    if (typeof start === 'string') structural.push({ pointer: `${base}/properties/start_at`, message: `start_at ${start}`, ...where })
+    if (typeof end === 'string') structural.push({ pointer: `${base}/properties/end_at`, message: `end_at ${end}`, ...where })
+    if (structural.length > before || featureId === undefined || typeof start === 'string' || typeof end === 'string') return
 
     if (start.epochMicros >= end.epochMicros) {
-      unprocessable.push({ pointer: `/features/${index}/properties`, message: `start_at (${feature.properties.start_at}) must be strictly before end_at (${feature.properties.end_at})`, ...where })
+      unprocessable.push({ pointer: `${base}/properties`, message: `start_at (${feature.properties.start_at}) must be strictly before end_at (${feature.properties.end_at})`, ...where })
     }
+    ids[index] = featureId
     periods[index] = { start: start.epochMicros, end: end.epochMicros }
-    checked.push({ index, featureId: feature.id, rings, startAt: start.iso, endAt: end.iso })
+    checked.push({ index, featureId, geometry, startAt: start.iso, endAt: end.iso })
   })
 
   if (structural.length > 0) return { ok: false, code: 'INVALID_GEOJSON', details: structural.slice(0, MAX_DETAILS) }
@@ -93,14 +171,14 @@ export function checkFeatureCollection (fc: FeatureCollection): CheckResult {
   // The same client id twice in one request with overlapping periods would violate the
   // exclusion constraint against itself; say which two features clash.
   const byId = new Map<string, number[]>()
-  fc.features.forEach((f, i) => { byId.set(f.id, [...(byId.get(f.id) ?? []), i]) })
+  ids.forEach((id, i) => { byId.set(id, [...(byId.get(id) ?? []), i]) })
   for (const indexes of byId.values()) {
     for (let a = 0; a < indexes.length; a++) {
       for (let b = a + 1; b < indexes.length; b++) {
         const i = indexes[a] as number; const j = indexes[b] as number
         const pi = periods[i]; const pj = periods[j]
         if (pi !== undefined && pj !== undefined && pi.start < pj.end && pj.start < pi.end) {
-          unprocessable.push({ pointer: `/features/${j}/id`, message: `feature ${j} has the same id as feature ${i} and an overlapping period`, feature_index: j, feature_id: fc.features[j]?.id as string })
+          unprocessable.push({ pointer: `/features/${j}/id`, message: `feature ${j} has the same id as feature ${i} and an overlapping period`, feature_index: j, feature_id: ids[j] as string })
         }
       }
     }

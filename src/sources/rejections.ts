@@ -14,7 +14,7 @@ export function featureOf (pointer: string, body: unknown): { feature_index?: nu
   const index = Number(m[1])
   const features = (body as { features?: unknown } | undefined)?.features
   const id = Array.isArray(features) ? (features[index] as { id?: unknown } | undefined)?.id : undefined
-  return typeof id === 'string' ? { feature_index: index, feature_id: id } : { feature_index: index }
+  return typeof id === 'string' || Number.isSafeInteger(id) ? { feature_index: index, feature_id: String(id) } : { feature_index: index }
 }
 
 /**
@@ -43,15 +43,20 @@ export async function explainRejection (err: unknown, sources: NewSource[], diag
       : rule.message, { details })
   }
 
-  const geometry: ErrorDetail[] = diagnoses.filter((d) => !d.valid).map((d) => ({
-    pointer: d.ring === null ? `/features/${d.index}/geometry` : `/features/${d.index}/geometry/coordinates/${d.ring}`,
-    message: `invalid polygon: ${d.reason ?? 'rejected by ST_IsValid'}${d.location ? ` at [${d.location.join(', ')}]` : ''}${d.ring === null ? '' : ` (ring ${d.ring})`}`,
-    feature_index: d.index,
-    feature_id: featureIdOf(d.index),
-    ...(d.reason !== null ? { reason: d.reason } : {}),
-    ...(d.location !== null ? { location: d.location } : {}),
-    ...(d.ring !== null ? { ring: d.ring } : {})
-  }))
+  const geometry: ErrorDetail[] = diagnoses.filter((d) => !d.valid).map((d) => {
+    const at = d.part === null ? '' : `/${d.part}`
+    const where = d.ring === null ? '' : d.part === null ? ` (ring ${d.ring})` : ` (part ${d.part}, ring ${d.ring})`
+    return {
+      pointer: d.ring === null ? `/features/${d.index}/geometry` : `/features/${d.index}/geometry/coordinates${at}/${d.ring}`,
+      message: `invalid ${d.part === null ? 'polygon' : 'multipolygon'}: ${d.reason ?? 'rejected by ST_IsValid'}${d.location ? ` at [${d.location.join(', ')}]` : ''}${where}`,
+      feature_index: d.index,
+      feature_id: featureIdOf(d.index),
+      ...(d.reason !== null ? { reason: d.reason } : {}),
+      ...(d.location !== null ? { location: d.location } : {}),
+      ...(d.part !== null && d.ring !== null ? { part: d.part } : {}),
+      ...(d.ring !== null ? { ring: d.ring } : {})
+    }
+  })
   const period: ErrorDetail[] = diagnoses.filter((d) => !d.inWindow).map((d) => ({
     pointer: `/features/${d.index}/properties`,
     message: `the period must lie within the acceptable window [${d.windowStart}, ${d.windowEnd})`,

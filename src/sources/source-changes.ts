@@ -12,11 +12,11 @@ import { mergePatch } from '../http/merge-patch.js'
 import { OUT_OF_RANGE, isOutOfRange } from '../http/validation.js'
 import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
 import { parseDateTime } from './datetime.js'
-import { checkFeatureCollection, checkRings } from './geojson.js'
+import { checkArea, checkFeatureCollection } from './geojson.js'
 import { explainRejection } from './rejections.js'
 import { etagOf, versionFeature } from './source-feature.js'
 import { newSourceIds } from './source-id.js'
-import { PolygonSchema, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection, type FeatureInput } from './sources.schema.js'
+import { MultiPolygonSchema, PolygonSchema, type AreaInput, type CreateQuery, type CreateResponse, type DryRunResponse, type FeatureCollection, type FeatureInput } from './sources.schema.js'
 import type { VersionsResponse } from './source-feature.schema.js'
 import type { ConflictsById, NewSource, Owner, SourceEdit, SourceRow, VersionRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
@@ -33,8 +33,8 @@ function rewrap (err: unknown): unknown {
 }
 
 /** The checks of POST on one feature: the source to store (with this id), or an ApiError pointing into the feature. */
-export function checkFeature (feature: FeatureInput, id: string): NewSource {
-  const checked = checkFeatureCollection({ type: 'FeatureCollection', features: [feature] })
+export function checkFeature (feature: FeatureInput, id: string, idProperty?: string): NewSource {
+  const checked = checkFeatureCollection({ type: 'FeatureCollection', features: [feature] }, idProperty)
   if (!checked.ok) {
     const details = unwrap(checked.details)
     throw new ApiError(checked.code, summarise(details), { details })
@@ -63,16 +63,29 @@ export function patchEdit (patch: unknown): SourceEdit {
         details.push({ pointer: '/geometry', message: value === null ? 'the geometry cannot be removed' : 'must be an object (a Polygon, or the members of one to replace)' })
         continue
       }
-      // Merged into the stored Polygon: its coordinates are replaced whole (an array), its type stays.
-      const merged = mergePatch({ type: 'Polygon', coordinates: [] }, value)
-      if (!('coordinates' in value) && isObject(merged) && merged.type === 'Polygon') continue
-      if (!Value.Check(PolygonSchema, merged)) {
-        details.push(...[...Value.Errors(PolygonSchema, merged)].slice(0, 100).map((e) => ({ pointer: `/geometry${e.path}`, message: isOutOfRange(e.value) ? OUT_OF_RANGE : e.message })))
+      // Merged into an area whose coordinates are replaced whole (an array). Without a type, the
+      // coordinates' depth says which (a Polygon's positions are three arrays deep, a
+      // MultiPolygon's four); without coordinates, the stored area stays.
+      if (!('coordinates' in value)) {
+        if (value.type !== undefined && value.type !== 'Polygon' && value.type !== 'MultiPolygon') details.push({ pointer: '/geometry/type', message: 'must be "Polygon" or "MultiPolygon"' })
+        else if (value.type !== undefined) details.push({ pointer: '/geometry/coordinates', message: 'is required with a type: the coordinates of the new area' })
         continue
       }
-      const rings = (merged as { coordinates: number[][][] }).coordinates
-      checkRings(rings, '/geometry/coordinates', details)
-      edit.rings = rings
+      const depth = (c: unknown, n = 0): number => Array.isArray(c) && n < 4 ? depth(c[0], n + 1) : n
+      const type = value.type ?? (depth(value.coordinates) >= 4 ? 'MultiPolygon' : 'Polygon')
+      const schema = type === 'MultiPolygon' ? MultiPolygonSchema : PolygonSchema
+      const merged = mergePatch({ type, coordinates: [] }, value)
+      if (type !== 'Polygon' && type !== 'MultiPolygon') {
+        details.push({ pointer: '/geometry/type', message: 'must be "Polygon" or "MultiPolygon"' })
+        continue
+      }
+      if (!Value.Check(schema, merged)) {
+        details.push(...[...Value.Errors(schema, merged)].slice(0, 100).map((e) => ({ pointer: `/geometry${e.path}`, message: isOutOfRange(e.value) ? OUT_OF_RANGE : e.message })))
+        continue
+      }
+      const area = merged as AreaInput
+      checkArea(area, '/geometry/coordinates', details)
+      edit.geometry = area
     } else if (key === 'properties') {
       if (!isObject(value)) {
         details.push({ pointer: '/properties', message: value === null ? 'the properties cannot be removed' : 'must be an object' })
@@ -152,7 +165,7 @@ export type Created = { status: 200, body: DryRunResponse } | { status: 201, bod
 export async function createSources (
   store: SourceStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>
 ): Promise<Created> {
-  const checked = checkFeatureCollection(fc)
+  const checked = checkFeatureCollection(fc, query.id_property)
   if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
   const ids = newSourceIds(checked.features.length)
   const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
@@ -196,8 +209,8 @@ export async function createSources (
  * PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the versions If-Match
  * named (undefined: any; 412/404/410; 409 on a feature id clash).
  */
-export async function replace (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput): Promise<SourceRow> {
-  const source = checkFeature(feature, id)
+export async function replace (store: SourceStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput, idProperty?: string): Promise<SourceRow> {
+  const source = checkFeature(feature, id, idProperty)
   let row: SourceRow | undefined
   try {
     row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, source)

@@ -22,10 +22,13 @@ function propertiesSchema (isVersion: boolean) {
   return Type.Object(Object.fromEntries(shown.map(([name, p]) => [name, p.returned === 'optional' ? Type.Optional(schemaOf(p)) : schemaOf(p)])), { additionalProperties: false })
 }
 
-const PolygonOutSchema = Type.Object({
-  type: Type.Literal('Polygon'),
-  coordinates: Type.Array(Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 3 }), { minItems: 4 }), { minItems: 1 })
-}, { additionalProperties: false })
+const RingsOutSchema = Type.Array(Type.Array(Type.Array(Type.Number(), { minItems: 2, maxItems: 3 }), { minItems: 4 }), { minItems: 1 })
+
+/** The area as the client sent it: a client that posts Polygons only ever reads Polygons. */
+const AreaOutSchema = Type.Union([
+  Type.Object({ type: Type.Literal('Polygon'), coordinates: RingsOutSchema }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('MultiPolygon'), coordinates: Type.Array(RingsOutSchema, { minItems: 1 }) }, { additionalProperties: false })
+], { description: 'The area, a Polygon or a MultiPolygon, of the type it was sent as.' })
 
 /**
  * A source as a GeoJSON Feature, current or as a version held it (a version has no conflicts:
@@ -36,7 +39,7 @@ function featureSchema (isVersion: boolean, description: string) {
   return Type.Object({
     type: Type.Literal('Feature'),
     id: SourceIdSchema,
-    geometry: PolygonOutSchema,
+    geometry: AreaOutSchema,
     properties: propertiesSchema(isVersion)
   }, { additionalProperties: false, description })
 }

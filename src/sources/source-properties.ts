@@ -135,7 +135,7 @@ export const SOURCE_PROPERTIES = {
     returned: 'always', versioned: false, queryable: true, sortable: false
   },
   geometry: {
-    title: 'Area', description: 'The source\'s area, a Polygon in CRS84.', type: 'geometry',
+    title: 'Area', description: 'The source\'s area, a Polygon or a MultiPolygon in CRS84.', type: 'geometry',
     value: (c) => c.geom, returned: false, versioned: true, queryable: true, sortable: false
   }
 } as const satisfies Record<string, SourceProperty>
@@ -238,7 +238,7 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
 
 /** The JSON Schema format of a property in the schema and queryables documents. */
 const formatOf = (p: SourceProperty): Record<string, string> =>
-  p.type === 'timestamp' ? { format: 'date-time' } : p.type === 'geometry' ? { format: 'geometry-polygon', 'x-ogc-role': 'primary-geometry' } : {}
+  p.type === 'timestamp' ? { format: 'date-time' } : p.type === 'geometry' ? { format: 'geometry-polygon-or-multipolygon', 'x-ogc-role': 'primary-geometry' } : {}
 
 /** A property's JSON type in the schema and queryables documents. */
 const jsonTypeOf = (p: SourceProperty): Record<string, string> =>

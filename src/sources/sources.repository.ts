@@ -1,13 +1,13 @@
 // SQL for writing and reading single sources, as plain functions that take the database (or a
 // transaction) first and own no batching and no transaction: the caller decides. Writes are one
 // set-based INSERT … SELECT FROM unnest(…) for any number of features and requests, so a
-// collection is atomic and costs one round trip; its polygons travel as one binary EWKB
-// MultiPolygon that ST_Dump splits back into rows, in order. When the database rejects a write,
+// collection is atomic and costs one round trip; its areas travel as one binary EWKB geometry
+// that ST_Dump splits back into rows, in order (db/ewkb.ts). When the database rejects a write,
 // diagnoseSources evaluates each constraint per feature (rejections.ts says which one failed).
 // Listings are in sources.listing.ts.
 import { type Compilable, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { Database, Db, Scope } from '../db/database.js'
-import { multiPolygonEwkb } from '../db/ewkb.js'
+import { type Area, areasEwkb, multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper } from '../db/postgis.js'
 import type { ValidFeature } from './geojson.js'
 import { conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
@@ -41,14 +41,28 @@ export interface SourceRow {
   feature: string
 }
 
+/**
+ * The sources as rows t(id, feature_id, geom, start_at, end_at, ord). Polygons alone travel as
+ * one MultiPolygon whose ST_Dump gives one row per source, zipped with the other arrays. When
+ * any area is a MultiPolygon they travel as a GeometryCollection: ST_Dump gives each part with
+ * its path ({n} for a Polygon, {n, part} for a MultiPolygon's), grouped back into the area as
+ * sent (a one-part MultiPolygon stays one) and joined to the rest by its number.
+ */
 function unnestSources (sources: NewSource[]) {
-  return sql`ROWS FROM (
-    unnest(${sources.map((s) => s.id)}::text[]),
-    unnest(${sources.map((s) => s.featureId)}::text[]),
-    ST_Dump(${multiPolygonEwkb(sources.map((s) => s.rings))}::bytea::geometry),
-    unnest(${sources.map((s) => s.startAt)}::timestamptz[]),
-    unnest(${sources.map((s) => s.endAt)}::timestamptz[])
-  ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`
+  const ids = sql`unnest(${sources.map((s) => s.id)}::text[]), unnest(${sources.map((s) => s.featureId)}::text[])`
+  const periods = sql`unnest(${sources.map((s) => s.startAt)}::timestamptz[]), unnest(${sources.map((s) => s.endAt)}::timestamptz[])`
+  if (sources.every((s) => s.geometry.type === 'Polygon')) {
+    return sql`ROWS FROM (
+      ${ids},
+      ST_Dump(${multiPolygonEwkb(sources.map((s) => s.geometry.coordinates as number[][][]))}::bytea::geometry),
+      ${periods}
+    ) WITH ORDINALITY AS t(id, feature_id, path, geom, start_at, end_at, ord)`
+  }
+  return sql`(SELECT a.id, a.feature_id, g.geom, a.start_at, a.end_at, a.ord
+    FROM ROWS FROM (${ids}, ${periods}) WITH ORDINALITY AS a(id, feature_id, start_at, end_at, ord)
+    JOIN (SELECT d.path[1] AS ord,
+        CASE WHEN max(array_length(d.path, 1)) = 1 THEN ST_GeometryN(ST_Collect(d.geom), 1) ELSE ST_Collect(d.geom ORDER BY d.path[2]) END AS geom
+      FROM ST_Dump(${areasEwkb(sources.map((s) => s.geometry))}::bytea::geometry) AS d GROUP BY d.path[1]) AS g ON g.ord = a.ord) AS t`
 }
 
 /** Inserts the sources of one or more requests in one statement, each row with its own owner. */
@@ -111,6 +125,8 @@ export interface SourceDiagnosis {
   valid: boolean
   reason: string | null
   location: [number, number] | null
+  /** The MultiPolygon's part (0-based) the ring is of; null for a Polygon. */
+  part: number | null
   ring: number | null
   inWindow: boolean
   existingId: string | null
@@ -121,13 +137,10 @@ export interface SourceDiagnosis {
 /** Per feature, what the constraints of `sources` say about it (run after an INSERT was rejected). */
 export async function diagnoseSources (db: Db, organisation: string, sources: NewSource[]): Promise<SourceDiagnosis[]> {
   const { rows } = await sql<{
-    ord: string, valid: boolean, reason: string | null, x: number | null, y: number | null, ring: number | null,
+    ord: string, valid: boolean, reason: string | null, x: number | null, y: number | null, part: number | null, ring: number | null,
     in_window: boolean, existing_id: string | null, window_start: string, window_end: string
   }>`
-    SELECT t.ord, v.valid, v.reason, ST_X(v.location) AS x, ST_Y(v.location) AS y,
-      CASE WHEN v.location IS NOT NULL THEN (
-        SELECT r.path[1] FROM ST_DumpRings(t.geom) AS r
-        ORDER BY ST_Distance(ST_Boundary(r.geom), ST_SetSRID(v.location, 4326)) LIMIT 1) END AS ring,
+    SELECT t.ord, v.valid, v.reason, ST_X(v.location) AS x, ST_Y(v.location) AS y, w.part, w.ring,
       tstzrange(t.start_at, t.end_at, '[)') <@ sources_period_window() AS in_window,
       (SELECT s.id FROM sources AS s
         WHERE s.organisation = ${organisation} AND s.feature_id = t.feature_id AND s.id <> t.id
@@ -137,12 +150,17 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
       ${isoUtc(rangeUpper(sql`sources_period_window()`))} AS window_end
     FROM ${unnestSources(sources)}
     CROSS JOIN LATERAL ST_IsValidDetail(t.geom) AS v
+    -- The ring (of the part, in a MultiPolygon: ST_Dump's path {part}, 1-based) nearest the problem.
+    LEFT JOIN LATERAL (
+      SELECT d.path[1] - 1 AS part, r.path[1] AS ring FROM ST_Dump(t.geom) AS d CROSS JOIN LATERAL ST_DumpRings(d.geom) AS r
+      ORDER BY ST_Distance(ST_Boundary(r.geom), ST_SetSRID(v.location, 4326)) LIMIT 1) AS w ON v.location IS NOT NULL
     ORDER BY t.ord`.execute(db)
   return rows.map((r) => ({
     index: Number(r.ord) - 1,
     valid: r.valid,
     reason: r.reason,
     location: r.x === null || r.y === null ? null : [r.x, r.y],
+    part: r.part,
     ring: r.ring,
     inWindow: r.in_window,
     existingId: r.existing_id,
@@ -182,7 +200,7 @@ export async function findSourceById (db: Db, id: string, scope: Scope): Promise
 export interface SourceChange { id: string, scope: Scope, versions: number[] | undefined, by: string }
 
 /** What a change sets: a PUT all of it, a PATCH what it names (the rest stays as stored). */
-export interface SourceEdit { featureId?: string, rings?: number[][][], startAt?: string, endAt?: string }
+export interface SourceEdit { featureId?: string, geometry?: Area, startAt?: string, endAt?: string }
 
 const scoped = (scope: Scope) => scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`
 
@@ -206,7 +224,7 @@ export type ChangeValues = {
 /** What an UPDATE sets besides: null keeps what is stored. */
 export type UpdateValues = ChangeValues & {
   featureId: string | null
-  /** The new polygon as a one-member MultiPolygon's EWKB (db/ewkb.ts). */
+  /** The new area as a one-member GeometryCollection's EWKB (db/ewkb.ts): ST_GeometryN(…, 1) is the Polygon or MultiPolygon sent. */
   geom: Buffer | null
   startAt: string | null
   endAt: string | null
@@ -226,7 +244,7 @@ export function updateValues (change: SourceChange, edit: SourceEdit): UpdateVal
   return {
     ...changeValues(change),
     featureId: edit.featureId ?? null,
-    geom: edit.rings === undefined ? null : multiPolygonEwkb([edit.rings]),
+    geom: edit.geometry === undefined ? null : areasEwkb([edit.geometry]),
     startAt: edit.startAt ?? null,
     endAt: edit.endAt ?? null
   }

@@ -97,7 +97,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.query.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.query.id, versionsOf(request, true), request.body, request.query.id_property)))
 
   app.patch('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },

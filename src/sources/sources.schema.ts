@@ -7,18 +7,48 @@ import { BboxSchema, ConflictWithSchema, DateTimeInputSchema, FeatureIdSchema, S
 // [longitude, latitude] or [longitude, latitude, altitude]; ranges and closure are checked in geojson.ts.
 export const PositionSchema = Type.Array(Type.Number(), { minItems: 2, maxItems: 3 })
 export const LinearRingSchema = Type.Array(PositionSchema, { minItems: 4 })
+const PolygonRingsSchema = Type.Array(LinearRingSchema, { minItems: 1, description: 'Exterior ring, then holes.' })
 export const PolygonSchema = Type.Object({
   type: Type.Literal('Polygon'),
-  coordinates: Type.Array(LinearRingSchema, { minItems: 1, description: 'Exterior ring, then holes.' }),
+  coordinates: PolygonRingsSchema,
   bbox: Type.Optional(BboxSchema)
 })
+export const MultiPolygonSchema = Type.Object({
+  type: Type.Literal('MultiPolygon'),
+  coordinates: Type.Array(PolygonRingsSchema, { minItems: 1, description: 'Its parts, each an exterior ring, then holes.' }),
+  bbox: Type.Optional(BboxSchema)
+})
+export type AreaInput = Static<typeof PolygonSchema> | Static<typeof MultiPolygonSchema>
+
+/**
+ * A Polygon or a MultiPolygon, told apart by `type`: a oneOf with a discriminator (OpenAPI's, and
+ * Ajv's `discriminator` option), so that a bad Polygon is told what a Polygon needs, not what
+ * both types would.
+ */
+export const AreaSchema = Type.Unsafe<AreaInput>({
+  type: 'object',
+  required: ['type'],
+  oneOf: [PolygonSchema, MultiPolygonSchema],
+  discriminator: { propertyName: 'type' },
+  description: 'The area: a Polygon or a MultiPolygon (parts), stored and returned as sent.'
+})
+
+/** A Feature's id as GIS files carry it; which strings and numbers are ids is geojson.ts's `clientId`. */
+export const FeatureIdInputSchema = Type.Union([
+  Type.String({ description: '1 to 256 characters.' }),
+  Type.Number({ description: 'An integer within ±(2^53 − 1), kept as its decimal string (42 and "42" are the same id).' })
+], { description: 'The client\'s own identifier for the source: a string, or an integer (returned as its decimal string). Optional when the query names id_property.' })
+
+/** GeoJSON 2008's `crs` member: geojson.ts accepts CRS84 / EPSG:4326 (named in any usual spelling) and refuses any other. */
+export const CrsInputSchema = Type.Unknown({ description: 'Optional (GeoJSON 2008): a named CRS, accepted when it is CRS84 or EPSG:4326 (urn:ogc:def:crs:OGC:1.3:CRS84, urn:ogc:def:crs:EPSG::4326, http://www.opengis.net/def/crs/OGC/1.3/CRS84, EPSG:4326, …); coordinates are longitude, latitude whichever is named. Any other CRS is a 400.' })
 
 export const FeatureInputSchema = Type.Object({
   type: Type.Literal('Feature'),
-  id: FeatureIdSchema,
+  id: Type.Optional(FeatureIdInputSchema),
   properties: Type.Object({ start_at: DateTimeInputSchema, end_at: DateTimeInputSchema }),
-  geometry: PolygonSchema,
-  bbox: Type.Optional(BboxSchema)
+  geometry: AreaSchema,
+  bbox: Type.Optional(BboxSchema),
+  crs: Type.Optional(CrsInputSchema)
 })
 
 export type FeatureInput = Static<typeof FeatureInputSchema>
@@ -27,7 +57,8 @@ export function featureCollectionSchema (maxFeatures: number) {
   return Type.Object({
     type: Type.Literal('FeatureCollection'),
     features: Type.Array(FeatureInputSchema, { minItems: 1, maxItems: maxFeatures }),
-    bbox: Type.Optional(BboxSchema)
+    bbox: Type.Optional(BboxSchema),
+    crs: Type.Optional(CrsInputSchema)
   })
 }
 export type FeatureCollection = Static<ReturnType<typeof featureCollectionSchema>>
@@ -45,9 +76,13 @@ export const CreateResponseSchema = Type.Object({
 }, { description: 'Created: the sources\' ids (and `id` when there is one), each with the sources it conflicts with.' })
 export type CreateResponse = Static<typeof CreateResponseSchema>
 
+/** ?id_property=: which member of each Feature's properties holds the client's id. */
+export const IdPropertySchema = Type.String({ minLength: 1, maxLength: 256, description: 'The name of the property of each Feature that holds the client\'s id (a string or an integer), for files whose features carry none (e.g. parcel_no); it wins over the Feature\'s `id`.' })
+
 export const CreateQuerySchema = Type.Object({
   on_conflict: Type.Optional(Type.Union([Type.Literal('record'), Type.Literal('reject')], { description: 'record: store and report conflicts (201). reject: store nothing when any feature would conflict (409 SOURCE_OVERLAP). Default: the deployment\'s CONFLICT_POLICY.' })),
-  dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: validate and detect conflicts exactly as a real POST, answer 200 with what would be created, store nothing.' }))
+  dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: validate and detect conflicts exactly as a real POST, answer 200 with what would be created, store nothing.' })),
+  id_property: Type.Optional(IdPropertySchema)
 }, { additionalProperties: false })
 export type CreateQuery = Static<typeof CreateQuerySchema>
 
@@ -63,7 +98,7 @@ export const DryRunResponseSchema = Type.Object({
 }, { description: 'A dry run (dry_run=true): what would be created and its conflicts; nothing was stored.' })
 export type DryRunResponse = Static<typeof DryRunResponseSchema>
 
-export const SourceQuerySchema = Type.Object({ id: SourceIdSchema })
+export const SourceQuerySchema = Type.Object({ id: SourceIdSchema, id_property: Type.Optional(IdPropertySchema) })
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
 
