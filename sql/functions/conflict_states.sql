@@ -157,3 +157,46 @@ CREATE OR REPLACE TRIGGER conflicts_stances_update AFTER UPDATE ON conflicts
 
 COMMENT ON TRIGGER conflicts_stances_insert ON conflicts IS 'Records the stances a conflict started with, other than open, in conflict_stances.';
 COMMENT ON TRIGGER conflicts_stances_update ON conflicts IS 'Records every change of a stance or its reason in conflict_stances.';
+
+-- 5. Carve-outs: an area without the parts other areas cover (cut, their union), as a valid
+--    Polygon or MultiPolygon. Parts in which no disk of the tolerance fits (slivers along the cut)
+--    are dropped, as the conflict rule would ignore them; NULL when nothing remains. GEOS's overlay
+--    on a 1e-12° grid when it gives up, as lonlat_polygonal_overlay. PARALLEL UNSAFE for the same
+--    reason as that one (its EXCEPTION block).
+CREATE OR REPLACE FUNCTION sources_carve(geom geometry, cut geometry, tolerance_m double precision) RETURNS geometry
+  LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE
+AS $$
+DECLARE
+  d geometry;
+  kept geometry;
+BEGIN
+  IF cut IS NULL THEN RETURN geom; END IF;
+  BEGIN
+    d := ST_CollectionExtract(ST_Difference(geom, cut), 3);
+  EXCEPTION WHEN OTHERS THEN
+    d := ST_CollectionExtract(ST_Difference(geom, cut, 1e-12), 3);
+  END;
+  SELECT ST_Collect(p.geom ORDER BY p.path) INTO kept
+  FROM ST_Dump(d) AS p WHERE lonlat_fits_disk(p.geom, tolerance_m);
+  IF kept IS NULL THEN RETURN NULL; END IF;
+  IF ST_NumGeometries(kept) = 1 THEN RETURN ST_SetSRID(ST_GeometryN(kept, 1), ST_SRID(geom)); END IF;
+  RETURN ST_SetSRID(kept, ST_SRID(geom));
+END;
+$$;
+
+COMMENT ON FUNCTION sources_carve(geometry, geometry, double precision) IS
+  'geom without cut, as a Polygon or MultiPolygon, parts in which no disk of tolerance_m metres fits dropped; NULL when nothing remains. What POST /sources/carve stores.';
+
+--    The union of the other sources of a source's unresolved conflicts (those with these ids, or
+--    all when ids is NULL): what a carve-out takes away.
+CREATE OR REPLACE FUNCTION sources_carve_cut(source_id text, ids text[]) RETURNS geometry
+  LANGUAGE sql STABLE
+AS $$
+  SELECT ST_Union(o.geom)
+  FROM conflicts AS c
+  JOIN sources AS o ON o.id = CASE WHEN c.source_a = source_id THEN c.source_b ELSE c.source_a END
+  WHERE (c.source_a = source_id OR c.source_b = source_id) AND c.resolved_at IS NULL AND (ids IS NULL OR c.id = ANY (ids))
+$$;
+
+COMMENT ON FUNCTION sources_carve_cut(text, text[]) IS
+  'The union of the areas of the other parties of a source''s unresolved conflicts (these ids, or all for NULL): what a carve-out removes.';

@@ -141,3 +141,42 @@ export async function listStances (db: Db, conflictId: string): Promise<StanceRo
     FROM conflict_stances AS s WHERE s.conflict_id = ${conflictId} ORDER BY s.seq`.execute(db)
   return rows.rows
 }
+
+export interface CarvePreview {
+  version: number
+  /** The unresolved conflicts of the source that the carve-out ends (those named, or all). */
+  conflicts: string[]
+  /** GeoJSON text of what would remain; null when nothing would. */
+  geometry: string | null
+  area_m2: number
+  area_lost_m2: number
+}
+
+/** What a carve-out of the source would leave, in the scope; undefined when there is no such source. */
+export async function carvePreview (db: Db, id: string, scope: Scope, ids: string[] | null): Promise<CarvePreview | undefined> {
+  const rows = await sql<CarvePreview>`SELECT s.version,
+      ARRAY(SELECT c.id FROM conflicts AS c WHERE (c.source_a = s.id OR c.source_b = s.id) AND c.resolved_at IS NULL
+        AND (${ids}::text[] IS NULL OR c.id = ANY (${ids}::text[])) ORDER BY c.id) AS conflicts,
+      ${stAsGeoJson(sql`k.g`)} AS geometry, coalesce(lonlat_area_m2(k.g), 0) AS area_m2, s.area_m2 - coalesce(lonlat_area_m2(k.g), 0) AS area_lost_m2
+    FROM sources AS s
+    CROSS JOIN LATERAL (SELECT sources_carve(s.geom, sources_carve_cut(s.id, ${ids}::text[]), sources_conflict_tolerance_m()) AS g) AS k
+    WHERE s.id = ${id} AND ${scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`}`.execute(db)
+  return rows.rows[0]
+}
+
+/**
+ * The carve-out as one UPDATE at a version If-Match names, with the writer and the resolution
+ * (carved) named for the triggers; the pairs it ends are resolved by them. The id changed, or
+ * undefined when the version moved on or nothing would remain.
+ */
+export async function carveSource (db: Db, id: string, scope: Scope, ids: string[] | null, versions: number[] | null, by: string): Promise<string | undefined> {
+  const rows = await sql<{ id: string }>`WITH writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who,
+        set_config('source_registry.resolution', 'carved', true) AS how)
+    UPDATE sources AS s SET geom = k.g
+    FROM writer, LATERAL (SELECT sources_carve(t.geom, sources_carve_cut(t.id, ${ids}::text[]), sources_conflict_tolerance_m()) AS g
+      FROM sources AS t WHERE t.id = ${id}) AS k
+    WHERE s.id = ${id} AND ${scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`}
+      AND (${versions}::int[] IS NULL OR s.version = any(${versions}::int[])) AND k.g IS NOT NULL
+    RETURNING s.id`.execute(db)
+  return rows.rows[0]?.id
+}

@@ -2,11 +2,13 @@
 // GET /conflicts/{id} (with its ETag), POST /conflicts/{id}/stance (If-Match), the thread of
 // notes (GET and POST /conflicts/{id}/notes) and the history of stances
 // (GET /conflicts/{id}/history); the same conflicts as an OGC collection
-// (/collections/conflicts/items). A caller sees the conflicts its organisation is a party to
+// (/collections/conflicts/items); and the carve-out of a source (POST /sources/carve?id=,
+// /collections/sources/items/{id}/carve). A caller sees the conflicts its organisation is a party to
 // (admins: all); a third organisation gets 404. Of the other party's source: its id, its stance
 // and the overlap, nothing else.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { ApiError, type ErrorDetail, errorResponses } from '../errors.js'
 import { noBody, sentAs } from '../http/openapi.js'
 import { ifMatch, notModified } from '../http/preconditions.js'
@@ -15,10 +17,15 @@ import { headerDoc } from '../schemas/primitives.js'
 import { parseDatetimeParameter } from '../sources/datetime.js'
 import type { ConflictListInput, ConflictParties } from './conflicts.repository.js'
 import {
+  CarveBodySchema, CarveDryRunSchema, CarveItemParamsSchema, CarveQuerySchema, CarveSourceQuerySchema,
   ConflictListQuerySchema, type ConflictListQuery, ConflictPageSchema, ConflictParamsSchema, ConflictSchema, HistorySchema, NoteBodySchema, NoteSchema,
   NotesSchema, StanceBodySchema, type StanceBody
 } from './conflicts.schema.js'
 import type { ConflictStore } from './conflicts.store.js'
+import { missing } from '../sources/source-changes.js'
+import { ETAG_HEADER, sendSource } from '../sources/source-replies.js'
+import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
+import type { SourceStore } from '../sources/sources.store.js'
 
 const TAGS = ['Conflicts']
 const GEOJSON = 'application/geo+json'
@@ -82,7 +89,7 @@ function sideOf (request: FastifyRequest, c: ConflictParties, named: string | un
   { details: [{ pointer: '/source_id', message: 'is required here' }] })
 }
 
-const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore }> = async (app, { store }) => {
+const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources: SourceStore }> = async (app, { store, sources }) => {
   const listResponses = {
     200: sentAs(GEOJSON, ConflictPageSchema, 'A page of conflicts your organisation is a party to (admins: all), in id order.'),
     ...errorResponses(400, 401, 429, 500, 503)
@@ -255,6 +262,52 @@ const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore }> = asy
       }))
     }
   })
+
+  const carveSchema = {
+    summary: 'Give up land: the source without the areas of the other parties of these conflicts (or all), as a new version (If-Match required)',
+    description: 'The geometry becomes its difference with the other sources of the named unresolved conflicts (a Polygon or a MultiPolygon; parts narrower than the conflict tolerance dropped); those conflicts end resolved: carved. 422 NOTHING_LEFT when nothing would remain; dry_run=true answers the proposed area and the area lost, storing nothing.',
+    tags: TAGS,
+    security: WRITE_SECURITY,
+    body: CarveBodySchema,
+    response: {
+      200: sentAs(GEOJSON, Type.Union([SourceFeatureSchema, CarveDryRunSchema]), 'The source as carved (as GET returns it, with its ETag); with dry_run=true, the area it would have.', { ETag: ETAG_HEADER }),
+      ...errorResponses(400, 401, 403, 404, 408, 410, 412, 413, 415, 422, 428, 429, 500, 503)
+    }
+  }
+  async function carve (request: FastifyRequest, reply: FastifyReply, id: string, dryRun: boolean, named: string[] | 'all'): Promise<FastifyReply> {
+    const versions = ifMatch(request.headers['if-match'], !dryRun) ?? null
+    const { scope } = request.account
+    const ids = named === 'all' ? null : named
+    const preview = await store.carvePreview(id, scope, ids)
+    if (preview === undefined) throw await missing(sources, id, scope)
+    if (versions !== null && !versions.includes(preview.version)) {
+      throw new ApiError('PRECONDITION_FAILED', `Source ${id} is at version ${preview.version}, not the one If-Match names.`, { fields: { version: preview.version } })
+    }
+    if (ids !== null) {
+      const details = ids.flatMap((c, i) => preview.conflicts.includes(c) ? [] : [{ pointer: `/conflicts/${i}`, message: `is not an unresolved conflict of source ${id}` }])
+      if (details.length > 0) throw new ApiError('NOTHING_TO_CARVE', `${details[0]?.pointer} ${details[0]?.message}.`, { details })
+    }
+    if (preview.conflicts.length === 0) throw new ApiError('NOTHING_TO_CARVE', `Source ${id} has no unresolved conflict to carve out.`)
+    if (preview.geometry === null) throw new ApiError('NOTHING_LEFT', `Carving out ${ids === null ? 'every conflict' : 'these conflicts'} would leave nothing of source ${id}: delete it instead.`)
+    if (dryRun) {
+      return reply.type(GEOJSON).send(`{"type":"Feature","id":${JSON.stringify(id)},"geometry":${preview.geometry},"properties":${JSON.stringify({ dry_run: true, area_m2: preview.area_m2, area_lost_m2: preview.area_lost_m2, conflicts: preview.conflicts })}}`)
+    }
+    const carved = await store.carve(id, scope, ids, versions, `@${request.account.id}`)
+    if (carved === undefined) throw new ApiError('PRECONDITION_FAILED', `Source ${id} changed meanwhile: read it again.`)
+    const row = await sources.find(id, scope)
+    if (row === undefined) throw await missing(sources, id, scope)
+    return sendSource(reply, row)
+  }
+
+  app.post('/sources/carve', {
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    schema: { operationId: 'carveSource', ...carveSchema, querystring: CarveSourceQuerySchema }
+  }, async (request, reply) => await carve(request, reply as FastifyReply, request.query.id, request.query.dry_run === 'true', request.body.conflicts))
+
+  app.post('/collections/sources/items/:id/carve', {
+    onRequest: [app.authenticate, app.requireRole('admin', 'editor')],
+    schema: { operationId: 'carveItem', ...carveSchema, params: CarveItemParamsSchema, querystring: CarveQuerySchema }
+  }, async (request, reply) => await carve(request, reply as FastifyReply, request.params.id, request.query.dry_run === 'true', request.body.conflicts))
 }
 
 export default conflictsRoutes

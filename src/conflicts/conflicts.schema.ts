@@ -108,3 +108,28 @@ export const StanceChangeSchema = Type.Object({
   recorded_by: Type.Optional(Type.String({ description: 'Who: only for your own organisation\'s changes (admins: every one).' }))
 }, { additionalProperties: false })
 export const HistorySchema = Type.Object({ stances: Type.Array(StanceChangeSchema, { description: 'Oldest first.' }) })
+
+export const CarveQuerySchema = Type.Object({
+  dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: answer what would remain, store nothing.' }))
+}, { additionalProperties: false })
+export const CarveSourceQuerySchema = Type.Object({ id: SourceIdSchema, ...CarveQuerySchema.properties }, { additionalProperties: false })
+export const CarveItemParamsSchema = Type.Object({ id: SourceIdSchema })
+
+export const CarveBodySchema = Type.Object({
+  conflicts: Type.Union([
+    Type.Array(ConflictIdSchema, { minItems: 1, maxItems: 1000, uniqueItems: true }),
+    Type.Literal('all')
+  ], { description: 'The conflicts to give up: their ids, or all (every unresolved conflict of the source).' })
+}, { additionalProperties: false })
+
+export const CarveDryRunSchema = Type.Object({
+  type: Type.Literal('Feature'),
+  id: SourceIdSchema,
+  geometry: MultiPolygonSchema,
+  properties: Type.Object({
+    dry_run: Type.Literal(true),
+    area_m2: Type.Number({ description: 'The area that would remain, m².' }),
+    area_lost_m2: Type.Number({ description: 'The area the source would give up, m².' }),
+    conflicts: Type.Array(ConflictIdSchema, { description: 'The conflicts the carve-out gives up.' })
+  }, { additionalProperties: false })
+}, { description: 'dry_run=true: the area the source would have after the carve-out; nothing stored.' })

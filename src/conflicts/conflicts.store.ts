@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 import type { Database, Scope } from '../db/database.js'
 import {
   type ConflictListInput, type ConflictParties, type ConflictText, type NoteRow, type StanceChange, type StanceRow,
-  allowedStances, findConflict, findParties, insertNote, listConflicts, listNotes, listStances, updateStance
+  allowedStances, type CarvePreview, carvePreview, carveSource, findConflict, findParties, insertNote, listConflicts, listNotes, listStances, updateStance
 } from './conflicts.repository.js'
 import type { Stance } from './conflicts.schema.js'
 
@@ -17,6 +17,9 @@ export interface ConflictStore {
   notes: (conflictId: string) => Promise<NoteRow[]>
   addNote: (conflictId: string, organisation: string, by: string, body: string) => Promise<NoteRow>
   stances: (conflictId: string) => Promise<StanceRow[]>
+  carvePreview: (id: string, scope: Scope, ids: string[] | null) => Promise<CarvePreview | undefined>
+  /** The id carved, or undefined when the version moved on or nothing would remain. */
+  carve: (id: string, scope: Scope, ids: string[] | null, versions: number[] | null, by: string) => Promise<string | undefined>
 }
 
 export function conflictStore (db: Kysely<Database>): ConflictStore {
@@ -28,6 +31,8 @@ export function conflictStore (db: Kysely<Database>): ConflictStore {
     setStance: (change) => updateStance(db, change),
     notes: (conflictId) => listNotes(db, conflictId),
     addNote: (conflictId, organisation, by, body) => insertNote(db, conflictId, organisation, by, body),
-    stances: (conflictId) => listStances(db, conflictId)
+    stances: (conflictId) => listStances(db, conflictId),
+    carvePreview: (id, scope, ids) => carvePreview(db, id, scope, ids),
+    carve: (id, scope, ids, versions, by) => carveSource(db, id, scope, ids, versions, by)
   }
 }
