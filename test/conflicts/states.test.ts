@@ -4,6 +4,7 @@
 // delete, the source's encumbered/clear state, and the events of each.
 import t from 'tap'
 import { Value } from '@sinclair/typebox/value'
+import { sql } from 'kysely'
 import { ConflictPageSchema, ConflictSchema } from '../../src/conflicts/conflicts.schema.js'
 import { CloudEventSchema } from '../../src/events/events.schema.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
@@ -286,4 +287,16 @@ t.test('the source\'s state is filterable', async (t) => {
   const clear = (await q("conflict_state = 'clear'")).json().features.map((f: { id: string }) => f.id)
   t.ok(clear.includes(free))
   t.notOk(clear.includes(mine))
+})
+
+t.test('a change of the tolerance resolves the pairs it ends as recomputed (last: it recomputes every pair)', async (t) => {
+  const { id } = await pair()
+  await sql`SELECT sources_set_conflict_tolerance(2000)`.execute(ctx.db)
+  const res = (await getOne(a.headers, id)).json()
+  t.equal(res.properties.state, 'resolved')
+  t.equal(res.properties.resolution, 'recomputed')
+  await sql`SELECT sources_set_conflict_tolerance(9)`.execute(ctx.db)
+  const again = await list(a.headers)
+  t.ok(again.features.length > 0, 'the pairs come back as new conflicts')
+  t.notOk(again.features.some((f: { id: string }) => f.id === id), 'not the resolved one')
 })
