@@ -62,6 +62,11 @@ const FROM = sql`FROM conflicts AS c
 
 /** A page of conflicts in id order (one more than `limit` read: whether there is a next page). */
 export async function listConflicts (db: Db, q: ConflictListInput): Promise<ConflictText[]> {
+  return (await listConflictsQuery(q).execute(db)).rows
+}
+
+/** The statement of listConflicts (bench/conflict-states.mjs sends the same to pgbench). */
+export function listConflictsQuery (q: ConflictListInput): RawBuilder<ConflictText> {
   const where: RawBuilder<unknown>[] = [scoped(q.scope)]
   if (q.state === undefined) where.push(sql`c.resolved_at IS NULL`)
   else if (q.state !== 'all') where.push(sql`c.state = ${q.state}`)
@@ -73,9 +78,8 @@ export async function listConflicts (db: Db, q: ConflictListInput): Promise<Conf
   }
   if (q.from !== undefined || q.to !== undefined) where.push(sql`c.overlap_period && tstzrange(${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, '[]')`)
   if (q.after !== undefined) where.push(sql`c.id > ${q.after}`)
-  const rows = await sql<ConflictText>`SELECT c.id, c.version, ${featureText(q.organisation)} AS feature ${FROM}
-    WHERE ${sql.join(where, sql` AND `)} ORDER BY c.id LIMIT ${q.limit + 1}`.execute(db)
-  return rows.rows
+  return sql<ConflictText>`SELECT c.id, c.version, ${featureText(q.organisation)} AS feature ${FROM}
+    WHERE ${sql.join(where, sql` AND `)} ORDER BY c.id LIMIT ${q.limit + 1}`
 }
 
 /** One conflict in the scope, as Feature text. */

@@ -291,7 +291,7 @@ t.test('the source\'s state is filterable', async (t) => {
 
 t.test('a change of the tolerance resolves the pairs it ends as recomputed (last: it recomputes every pair)', async (t) => {
   const { id } = await pair()
-  await sql`SELECT sources_set_conflict_tolerance(2000)`.execute(ctx.db)
+  await sql`SELECT sources_set_conflict_tolerance(1000)`.execute(ctx.db)
   const res = (await getOne(a.headers, id)).json()
   t.equal(res.properties.state, 'resolved')
   t.equal(res.properties.resolution, 'recomputed')
