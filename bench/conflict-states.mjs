@@ -101,9 +101,11 @@ async function paired (a, b) {
 // The statement the service runs for a page after a cursor, compiled by the service's own code.
 const compiler = new Kysely({ dialect: new PostgresDialect({ pool: { connect: async () => { throw new Error('compile only') }, end: async () => {} } }) })
 const compiled = listConflictsQuery({ scope: { organisation: 'bench' }, organisation: 'bench', state: undefined, limit: 100, after: 'CURSOR' }).compile(compiler)
-const listSql = compiled.sql.replace(/\$(\d+)/g, (_m, i) => {
+// pgbench reads :name as a variable even inside a literal: the colons of to_char's format are
+// quoted for it ("HH24":"MI" is the same format).
+const listSql = compiled.sql.replaceAll('HH24:MI:SS', 'HH24":"MI":"SS').replace(/\$(\d+)/g, (_m, i) => {
   const v = compiled.parameters[Number(i) - 1]
-  return v === 'CURSOR' ? "('cfl_' || lpad(:n::text, 32, '0'))" : typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`
+  return v === 'CURSOR' ? "('cfl_' || lpad(CAST(:n AS text), 32, '0'))" : typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`
 })
 const out = {}
 out.list = await paired(
@@ -131,7 +133,7 @@ out.stance = await paired(
     const tps = pgbench('stance', `\\set n random(1, :pairs)
 WITH writer AS (SELECT set_config('source_registry.account', 'bench', true) AS who)
 UPDATE conflicts AS c SET stance_a = CASE WHEN c.stance_a = 'accepted' THEN 'acknowledged' ELSE 'accepted' END, reason_a = NULL
-FROM writer WHERE c.id = 'cfl_' || lpad(:n::text, 32, '0') AND c.resolved_at IS NULL;
+FROM writer WHERE c.id = 'cfl_' || lpad(CAST(:n AS text), 32, '0') AND c.resolved_at IS NULL;
 `)
     versions.clear(); stanceOf.clear()
     return tps
