@@ -12,7 +12,7 @@ const LAYERS = [
   ['db/'],
   ['http/'], // HTTP mechanics and OpenAPI helpers shared by every route: errors, preconditions, security
   ['accounts/', 'sources/'], // domain modules, routes included (app.authenticate is a decorator, not an import)
-  ['events/', 'ops/'], // ops wraps the sources store, events makes source ids
+  ['events/', 'ops/', 'conflicts/'], // ops wraps the sources store, events makes source ids; conflicts reads sources' periods
   ['features/', 'tiles/', 'map/'], // build on sources; app.ts hands each what it needs of another
   ['plugins/'], // shared handles: auth reads accounts, metrics and replicas are ops'
   ['app.ts', 'bootstrap.ts'],

@@ -148,3 +148,67 @@ COMMENT ON TRIGGER events_sources_update ON sources IS 'Writes source.updated ev
 COMMENT ON TRIGGER events_sources_delete ON sources IS 'Writes source.deleted events.';
 COMMENT ON TRIGGER events_conflict_pairs_insert ON source_conflict_pairs IS 'Writes conflict.started events.';
 COMMENT ON TRIGGER events_conflict_pairs_delete ON source_conflict_pairs IS 'Writes conflict.ended events.';
+
+-- Conflicts as a resource (sql/040_conflict_states.sql): each event goes to both parties, once
+-- per party's source (subject), as conflict.started does: a stance changed, the conflict
+-- resolved, a note added to its thread.
+CREATE OR REPLACE FUNCTION events_conflict_state_data(c conflicts, seen_from text) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN jsonb_build_object('conflict_id', c.id, 'source_id', seen_from,
+  'other_id', CASE WHEN seen_from = c.source_a THEN c.source_b ELSE c.source_a END,
+  'state', c.state, 'version', c.version);
+
+COMMENT ON FUNCTION events_conflict_state_data(conflicts, text) IS 'The common data of a conflict.stance_changed, conflict.resolved or conflict.note_added event, seen from one party''s source.';
+
+CREATE OR REPLACE FUNCTION events_conflicts_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  stances bigint;
+  resolved bigint;
+BEGIN
+  INSERT INTO events (type, subject, organisation, data)
+  SELECT 'conflict.stance_changed', r.source_id, r.organisation,
+    events_conflict_state_data(n, r.source_id) || jsonb_build_object('party_id', s.source_id, 'from', s.old_stance, 'to', s.new_stance, 'reason', s.reason)
+  FROM new_rows AS n
+  JOIN old_rows AS o ON o.id = n.id
+  CROSS JOIN LATERAL (VALUES (n.source_a, o.stance_a, n.stance_a, n.reason_a), (n.source_b, o.stance_b, n.stance_b, n.reason_b)) AS s (source_id, old_stance, new_stance, reason)
+  CROSS JOIN LATERAL (VALUES (n.source_a, n.organisation_a), (n.source_b, n.organisation_b)) AS r (source_id, organisation)
+  WHERE s.new_stance <> s.old_stance;
+  GET DIAGNOSTICS stances = ROW_COUNT;
+  INSERT INTO events (type, subject, organisation, data)
+  SELECT 'conflict.resolved', r.source_id, r.organisation,
+    events_conflict_state_data(n, r.source_id) || jsonb_build_object('resolution', n.resolution, 'resolved_at', events_utc(n.resolved_at))
+  FROM new_rows AS n
+  JOIN old_rows AS o ON o.id = n.id
+  CROSS JOIN LATERAL (VALUES (n.source_a, n.organisation_a), (n.source_b, n.organisation_b)) AS r (source_id, organisation)
+  WHERE o.resolved_at IS NULL AND n.resolved_at IS NOT NULL;
+  GET DIAGNOSTICS resolved = ROW_COUNT;
+  IF stances + resolved > 0 THEN PERFORM pg_notify('source_registry_events', ''); END IF;
+  RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION events_conflict_notes_added() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO events (type, subject, organisation, data)
+  SELECT 'conflict.note_added', r.source_id, r.organisation,
+    events_conflict_state_data(c, r.source_id) || jsonb_build_object('note_id', m.id, 'own', m.organisation = r.organisation, 'body', m.body)
+  FROM new_rows AS m
+  JOIN conflicts AS c ON c.id = m.conflict_id
+  CROSS JOIN LATERAL (VALUES (c.source_a, c.organisation_a), (c.source_b, c.organisation_b)) AS r (source_id, organisation);
+  IF FOUND THEN PERFORM pg_notify('source_registry_events', ''); END IF;
+  RETURN NULL;
+END
+$$;
+
+COMMENT ON FUNCTION events_conflicts_changed() IS 'Trigger: conflict.stance_changed per changed stance and conflict.resolved per resolved conflict, to both parties.';
+COMMENT ON FUNCTION events_conflict_notes_added() IS 'Trigger: conflict.note_added per note, to both parties.';
+
+CREATE OR REPLACE TRIGGER events_conflicts_update AFTER UPDATE ON conflicts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_conflicts_changed();
+CREATE OR REPLACE TRIGGER events_conflict_notes_insert AFTER INSERT ON conflict_notes REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION events_conflict_notes_added();
+
+COMMENT ON TRIGGER events_conflicts_update ON conflicts IS 'Writes conflict.stance_changed and conflict.resolved events.';
+COMMENT ON TRIGGER events_conflict_notes_insert ON conflict_notes IS 'Writes conflict.note_added events.';

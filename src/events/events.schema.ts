@@ -12,7 +12,10 @@ export const EVENT_TYPE_SUMMARIES = {
   'source.updated': 'A source of yours was updated.',
   'source.deleted': 'A source of yours was deleted.',
   'conflict.started': 'A source of yours began conflicting with another (of any organisation).',
-  'conflict.ended': 'A source of yours stopped conflicting with another (of any organisation).'
+  'conflict.ended': 'A source of yours stopped conflicting with another (of any organisation).',
+  'conflict.stance_changed': 'A party (you or the other) changed its stance on a conflict of a source of yours.',
+  'conflict.resolved': 'A conflict of a source of yours was resolved: the overlap disappeared (edit, carve-out or delete).',
+  'conflict.note_added': 'A note was added to the thread of a conflict of a source of yours.'
 } as const
 type EventType = keyof typeof EVENT_TYPE_SUMMARIES
 export const EVENT_TYPES = Object.keys(EVENT_TYPE_SUMMARIES) as EventType[]
@@ -37,6 +40,37 @@ export const ConflictEventDataSchema = Type.Object({
   end_at: UtcDateTimeSchema
 }, { description: 'conflict.*: the pair seen from source_id (your source); start_at/end_at is the overlap of the periods.' })
 
+const ConflictIdSchema = Type.String({ pattern: '^cfl_[0-9a-f]{32}$' })
+const StanceSchema = Type.Union(['open', 'acknowledged', 'disputed', 'accepted'].map((s) => Type.Literal(s)))
+const ConflictStateFields = {
+  conflict_id: { ...ConflictIdSchema, description: 'The conflict (GET /conflicts/{id}).' },
+  source_id: { ...SourceIdSchema, description: 'Your source in the conflict (the event\'s subject).' },
+  other_id: { ...SourceIdSchema, description: 'The other party\'s source: its id only.' },
+  state: Type.Union(['open', 'in_review', 'disputed', 'accepted', 'resolved'].map((s) => Type.Literal(s)), { description: 'The conflict\'s state after the change.' }),
+  version: Type.Integer({ minimum: 1, description: 'The conflict\'s version after the change (its ETag).' })
+}
+
+export const StanceEventDataSchema = Type.Object({
+  ...ConflictStateFields,
+  party_id: { ...SourceIdSchema, description: 'The source whose party changed its stance (yours or the other).' },
+  from: StanceSchema,
+  to: StanceSchema,
+  reason: Type.Union([Type.String(), Type.Null()])
+}, { description: 'conflict.stance_changed: a party\'s stance changed.' })
+
+export const ResolvedEventDataSchema = Type.Object({
+  ...ConflictStateFields,
+  resolution: Type.Union(['edited', 'carved', 'deleted', 'recomputed'].map((s) => Type.Literal(s))),
+  resolved_at: UtcDateTimeSchema
+}, { description: 'conflict.resolved: the overlap disappeared, and how.' })
+
+export const NoteEventDataSchema = Type.Object({
+  ...ConflictStateFields,
+  note_id: Type.Integer(),
+  own: Type.Boolean({ description: 'Whether your organisation wrote the note (the other\'s name is never shown).' }),
+  body: Type.String()
+}, { description: 'conflict.note_added: a note in the conflict\'s thread (GET /conflicts/{id}/notes).' })
+
 export const CloudEventSchema = Type.Object({
   specversion: Type.Literal('1.0'),
   id: Type.String({ pattern: '^evt_[0-9]+$', description: 'Unique per event; also the webhook-id of its deliveries.' }),
@@ -45,7 +79,7 @@ export const CloudEventSchema = Type.Object({
   time: UtcDateTimeSchema,
   subject: SourceIdSchema,
   datacontenttype: Type.Literal('application/json'),
-  data: Type.Union([SourceEventDataSchema, ConflictEventDataSchema])
+  data: Type.Union([SourceEventDataSchema, ConflictEventDataSchema, StanceEventDataSchema, ResolvedEventDataSchema, NoteEventDataSchema])
 }, { description: 'A CloudEvents 1.0 event in its JSON format.' })
 export type CloudEvent = Static<typeof CloudEventSchema>
 

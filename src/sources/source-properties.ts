@@ -68,6 +68,14 @@ const conflictsSchema = Type.Array(Type.Object({ id: SourceIdSchema, ...OverlapF
 /** The pairs of the source, read from source_conflict_pairs_by_overlap alone. */
 const hasConflict = (c: SourceColumns) => sql<boolean>`EXISTS (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = ${c.id})`
 
+/**
+ * A source's own state, like METI's encumbered status: encumbered while it is a party to a
+ * conflict (sql/040_conflict_states.sql) neither resolved nor accepted by both, else clear. Two
+ * probes of the partial indexes of unresolved conflicts.
+ */
+const encumbrance = (c: SourceColumns) => sql<string>`CASE WHEN EXISTS (SELECT 1 FROM conflicts AS cs WHERE cs.source_a = ${c.id} AND cs.resolved_at IS NULL AND cs.state <> 'accepted')
+  OR EXISTS (SELECT 1 FROM conflicts AS cs WHERE cs.source_b = ${c.id} AND cs.resolved_at IS NULL AND cs.state <> 'accepted') THEN 'encumbered' ELSE 'clear' END`
+
 export const SOURCE_PROPERTIES = {
   id: {
     title: 'Source id', description: 'The id the registry gave the source (src_…).', type: 'string',
@@ -121,6 +129,12 @@ export const SOURCE_PROPERTIES = {
     title: 'Conflicts in all', description: `Present when there are more than ${CONFLICTS_LISTED} conflicts: how many.`, type: 'integer',
     schema: Type.Integer({ minimum: CONFLICTS_LISTED + 1 }), json: (_c, k) => sql`${k.total}::text`,
     returned: 'optional', versioned: false, queryable: false, sortable: false
+  },
+  conflict_state: {
+    title: 'Conflict state',
+    description: 'encumbered while the source is a party to a conflict (GET /conflicts) that is neither resolved nor accepted by both parties, else clear; a deleted source answers 410 (its state is deleted).',
+    type: 'string', schema: Type.Union([Type.Literal('encumbered'), Type.Literal('clear')]), value: encumbrance,
+    returned: 'always', versioned: false, queryable: true, sortable: false
   },
   geometry: {
     title: 'Area', description: 'The source\'s area, a Polygon or a MultiPolygon in CRS84.', type: 'geometry',

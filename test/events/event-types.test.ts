@@ -11,7 +11,7 @@ import { createDatabase, directDb } from '../helper.js'
 
 const db = await directDb(t, await createDatabase(t))
 const sorted = (list: Iterable<string>) => [...new Set(list)].sort()
-const literals = (text: string) => [...text.matchAll(/'([a-z]+\.[a-z]+)'/g)].map((m) => m[1] as string)
+const literals = (text: string) => [...text.matchAll(/'([a-z]+\.[a-z_]+)'/g)].map((m) => m[1] as string)
 const expected = sorted(EVENT_TYPES)
 
 t.test('the TypeScript list: each type once, with a summary, and the schema accepts exactly these', async (t) => {

@@ -56,7 +56,7 @@ t.test('source.created, conflict.started, conflict.ended and source.deleted from
   t.equal(del.statusCode, 200)
 
   const seenA = (await readAll(editorA.headers, startA)).events
-  t.same(seenA.map((e) => [e.type, e.subject]), [['source.created', a], ['conflict.started', a], ['conflict.ended', a]], 'org-a: its source, the conflict seen from it')
+  t.same(seenA.map((e) => [e.type, e.subject]), [['source.created', a], ['conflict.started', a], ['conflict.ended', a], ['conflict.resolved', a]], 'org-a: its source, the conflict seen from it (resolved by the delete)')
   for (const e of seenA) t.ok(Value.Check(CloudEventSchema, e), `${e.type} is a CloudEvent as documented`)
   t.match(seenA[0], { specversion: '1.0', source: '/events', id: /^evt_\d+$/, data: { id: a, feature_id: 'api-a', start_at: '2024-01-01T00:00:00Z', end_at: '2024-12-31T00:00:00Z' } })
   t.match(seenA[1]?.data, { source_id: a, other_id: b, overlap_ratio: Number, overlap_m2: Number, start_at: '2024-01-01T00:00:00Z' })
@@ -64,7 +64,7 @@ t.test('source.created, conflict.started, conflict.ended and source.deleted from
   t.ok((seenA[1]?.data.overlap_ratio as number) > 0.4 && (seenA[1]?.data.overlap_ratio as number) < 0.6)
 
   const seenB = (await readAll(editorB.headers, startB)).events
-  t.same(seenB.map((e) => [e.type, e.subject]), [['source.created', b], ['conflict.started', b], ['source.deleted', b], ['conflict.ended', b]],
+  t.same(seenB.map((e) => [e.type, e.subject]), [['source.created', b], ['conflict.started', b], ['source.deleted', b], ['conflict.ended', b], ['conflict.resolved', b]],
     'org-b: its source created, the conflict from its side, then deleted (the conflict ends with it, its owner read from its events)')
   t.match(seenB[2]?.data, { id: b, feature_id: 'api-b' })
 })
@@ -136,8 +136,8 @@ t.test('plain SQL writes emit every event type too: INSERT, UPDATE, DELETE of so
   }
   const seen = (await readAll(admin.headers, start)).events
   const of = (id: string) => seen.filter((e) => e.subject === id).map((e) => e.type)
-  t.same(of(one), ['source.created', 'conflict.started', 'source.updated', 'conflict.ended', 'conflict.started', 'conflict.ended', 'source.deleted'])
-  t.same(of(two), ['source.created', 'conflict.started', 'conflict.ended', 'conflict.started', 'source.deleted', 'conflict.ended'])
+  t.same(of(one), ['source.created', 'conflict.started', 'source.updated', 'conflict.ended', 'conflict.started', 'conflict.ended', 'conflict.resolved', 'source.deleted'])
+  t.same(of(two), ['source.created', 'conflict.started', 'conflict.ended', 'conflict.started', 'source.deleted', 'conflict.ended', 'conflict.resolved'])
   t.match(seen.find((e) => e.type === 'source.updated')?.data, { id: one, feature_id: 'by-sql', start_at: '2024-02-01T00:00:00Z', end_at: '2024-06-01T00:00:00Z' })
   const bAll = (await readAll(editorB.headers)).events
   t.same(bAll.filter((e) => e.subject === two).map((e) => e.type), of(two), 'org-b: every event of its source, the last conflict.ended too (its owner read from its events)')

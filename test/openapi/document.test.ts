@@ -77,7 +77,17 @@ const STATUSES: Record<string, number[]> = {
   'POST /subscriptions': [201, 400, 403, 409, 413, 415, ...authenticated],
   'GET /subscriptions': [200, 400, 403, ...authenticated],
   'DELETE /subscriptions': [200, 400, 403, 404, ...authenticated],
-  'GET /subscriptions/deliveries': [200, 400, 404, ...authenticated]
+  'GET /subscriptions/deliveries': [200, 400, 404, ...authenticated],
+  'GET /conflicts': [200, 400, ...authenticated],
+  'GET /collections/conflicts/items': [200, 400, ...authenticated],
+  'GET /conflicts/{id}': [200, 304, 400, 404, ...authenticated],
+  'GET /collections/conflicts/items/{id}': [200, 304, 400, 404, ...authenticated],
+  'POST /conflicts/{id}/stance': [200, 400, 403, 404, 409, 412, 422, 428, ...body, ...authenticated],
+  'GET /conflicts/{id}/notes': [200, 400, 404, ...authenticated],
+  'POST /conflicts/{id}/notes': [201, 400, 403, 404, 422, ...body, ...authenticated],
+  'GET /conflicts/{id}/history': [200, 400, 404, ...authenticated],
+  'POST /sources/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated],
+  'POST /collections/sources/items/{id}/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated]
 }
 const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json', 'GET /asyncapi.json', 'GET /tileMatrixSets', 'GET /tileMatrixSets/WebMercatorQuad']
 // A signed-in caller by a token, an API key as bearer or as Basic's password, or an OAuth2 token of
@@ -101,6 +111,10 @@ const SECURITY: Record<string, unknown[]> = {
   'DELETE /api-keys': WRITE,
   'POST /subscriptions': WRITE,
   'DELETE /subscriptions': WRITE,
+  'POST /conflicts/{id}/stance': WRITE,
+  'POST /conflicts/{id}/notes': WRITE,
+  'POST /sources/carve': WRITE,
+  'POST /collections/sources/items/{id}/carve': WRITE,
   'POST /api-keys': [{ bearerAuth: [] }],
   'POST /oauth/token': [{ basicAuth: [] }, {}]
 }
