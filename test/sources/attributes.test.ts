@@ -73,7 +73,7 @@ t.test('attributes come back exactly from GET, items, as_of, versions and the ev
 t.test('a seed client that sends only start_at and end_at sees what it saw before', async (t) => {
   const id = await create({})
   const props = (await get(id)).json().properties
-  t.same(Object.keys(props), ['feature_id', 'start_at', 'end_at', 'created_at', 'updated_at', 'version', 'organisation', 'area_m2', 'conflict', 'conflicts'])
+  t.same(Object.keys(props), ['feature_id', 'start_at', 'end_at', 'created_at', 'updated_at', 'version', 'organisation', 'area_m2', 'conflict', 'conflicts', 'conflict_state'])
 })
 
 t.test('the service\'s own properties are read-only: a Feature read back posts again as it is', async (t) => {
