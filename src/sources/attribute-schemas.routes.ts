@@ -79,7 +79,7 @@ const attributeSchemasRoutes: FastifyPluginAsyncTypebox<{ schemas: AttributeSche
       security: WRITE_SECURITY,
       params: Params,
       body: Type.Object({}, { additionalProperties: true, description: 'A JSON Schema (2020-12) of the attributes object: `type: object` (or none) and `properties`, one schema per attribute; `format` date and date-time are checked.' }),
-      response: { 200: { ...SchemaVersionSchema, headers: { ETag: ETAG } } as never, ...errorResponses(400, 401, 403, 404, 412, 429, 500, 503) }
+      response: { 200: { ...SchemaVersionSchema, headers: { ETag: ETAG } } as never, ...errorResponses(400, 401, 403, 404, 408, 412, 413, 415, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const { organisation } = request.params

@@ -239,7 +239,7 @@ t.test('filters AND the other parameters: bbox, datetime, the admin\'s organisat
 /** [query, the pointer, what its message says]. */
 const QUERYABLE_NAMES = propertiesWhere((p) => p.queryable).map(([name]) => name)
 const BAD: Array<[Record<string, string>, string, RegExp]> = [
-  [{ filter: 'foo = 1' }, '?filter', new RegExp(`unknown property "foo": the queryables are ${QUERYABLE_NAMES.join(', ')} \\(at character 1\\)`)],
+  [{ filter: 'foo = 1' }, '?filter', new RegExp(`unknown property "foo": the queryables are ${QUERYABLE_NAMES.join(', ')}; any attribute is properties\\.name \\(at character 1\\)`)],
   [{ filter: 'organisation = \'org-b\'' }, '?filter', /unknown property "organisation"/],
   [{ filter: 'area_m2 >' }, '?filter', /at character 10 \(line 1, column 10\): expected one of .*a number.*; found the end of the filter/],
   [{ filter: "feature_id = 'a" }, '?filter', /at character \d+ .*expected/],

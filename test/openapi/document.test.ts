@@ -31,12 +31,12 @@ const authenticated = [401, 429, 500, 503]
 // PUT and PATCH of one source (issue 34): 428 without If-Match, 412 for a stale one, 410 once deleted.
 const change = [200, 400, 403, 404, 409, 410, 412, 422, 428, ...body, ...authenticated]
 const STATUSES: Record<string, number[]> = {
-  'GET /': [200, 429, 500],
+  'GET /': [200, 400, 429, 500],
   'GET /conformance': [200, 429, 500],
-  'GET /collections': [200, ...authenticated],
-  'GET /collections/sources': [200, ...authenticated],
+  'GET /collections': [200, 400, ...authenticated],
+  'GET /collections/sources': [200, 400, ...authenticated],
   'GET /collections/sources/schema': [200, ...authenticated],
-  'GET /collections/sources/items': [200, 303, 400, 406, ...authenticated],
+  'GET /collections/sources/items': [200, 400, 406, ...authenticated],
   'GET /collections/sources/items/{id}': [200, 304, 400, 404, 406, 410, 414, ...authenticated],
   'GET /collections/sources/items/{id}/versions': [200, 400, 404, 414, ...authenticated],
   'POST /collections/sources/items': [200, 201, 400, 403, 409, 422, ...body, ...authenticated],
@@ -54,6 +54,10 @@ const STATUSES: Record<string, number[]> = {
   'PATCH /sources': change,
   'DELETE /sources': [200, 400, 403, 404, 410, 412, ...body, ...authenticated],
   'GET /sources/versions': [200, 400, 404, ...authenticated],
+  'GET /organisations/{organisation}/attributes-schema': [200, 304, 400, 404, ...authenticated],
+  'PUT /organisations/{organisation}/attributes-schema': [200, 400, 403, 404, 412, ...body, ...authenticated],
+  'GET /organisations/{organisation}/attributes-schema/versions': [200, 404, ...authenticated],
+  'GET /organisations/{organisation}/attributes-schema/check': [200, 400, 404, ...authenticated],
   'GET /health': [200, 500],
   'GET /ready': [200, 500, 503],
   'GET /openapi.json': [200, 500],
@@ -98,6 +102,7 @@ const WRITE = [{ bearerAuth: [] }, { apiKey: [] }, { basicAuth: [] }, { oauth2: 
 // token (a key cannot mint keys), and the client-credentials grant (the key as Basic, or in the form).
 const SECURITY: Record<string, unknown[]> = {
   'POST /sources': WRITE,
+  'PUT /organisations/{organisation}/attributes-schema': WRITE,
   'PUT /sources/': WRITE,
   'PATCH /sources/': WRITE,
   'DELETE /sources/': WRITE,
@@ -174,15 +179,17 @@ t.test('each error status answers its own body: status, message, code, the point
 
 t.test('the media types as sent; the items page with its links and counts', async (t) => {
   const media = (name: string, status = '200') => Object.keys(operations.find(([n]) => n === name)?.[1].responses[status]?.content ?? {})
-  for (const name of ['GET /collections/sources/items', 'GET /collections/sources/items/{id}', 'GET /sources/', 'GET /sources']) t.same(media(name), ['application/geo+json'], name)
+  t.same(media('GET /collections/sources/items'), ['application/geo+json', 'application/geo+json-seq', 'application/x-ndjson', 'text/csv', 'application/flatgeobuf', 'text/html'], 'the items in every format')
+  t.same(media('GET /collections/sources/items/{id}'), ['application/geo+json', 'text/html'])
+  for (const name of ['GET /sources/', 'GET /sources']) t.same(media(name), ['application/geo+json'], name)
   t.same(media('GET /collections/sources/schema'), ['application/schema+json'])
   t.same(media('GET /map'), ['text/html'])
   t.same(media('GET /openapi.json'), ['application/vnd.oai.openapi+json;version=3.0'])
   t.same(media('POST /sources', '201'), ['application/json'])
-  t.same(media('GET /collections/sources/items', '303'), [], 'a redirect, no body')
   const itemsOp = doc.paths['/collections/sources/items']?.get
-  t.match(itemsOp?.parameters?.find((p) => p.name === 'f'), { in: 'query', schema: { enum: ['json', 'geojson', 'html'] } }, 'f names html')
-  t.match(itemsOp?.responses['303'], { description: /^The text\/html answer.*GET \/map/, headers: { Location: {} } }, 'the text/html answer: the 303 to the map page')
+  const f = itemsOp?.parameters?.find((p) => p.name === 'f') as { in: string, schema: { enum: string[] } } | undefined
+  t.equal(f?.in, 'query')
+  for (const name of ['json', 'geojson', 'geojsonseq', 'ndjson', 'csv', 'fgb', 'html']) t.ok(f?.schema.enum.includes(name), `f names ${name}`)
   const items = doc.paths['/collections/sources/items']?.get?.responses['200']?.content?.['application/geo+json']?.schema
   t.match(items?.required, ['type', 'features', 'links', 'numberReturned', 'timeStamp'])
   t.match(doc.paths['/sources']?.post?.requestBody?.content, { 'application/json': {}, 'application/geo+json': {} })

@@ -138,7 +138,7 @@ t.test('422: an invalid part or the invalid whole, named by part and ring', asyn
   const [id] = created(await post(collection(feature('to-break', { coordinates: square(170, 0) }))))
   const put = expectError(t, await app.inject({ method: 'PUT', url: `/sources/?id=${id as string}`, headers: { ...editor.headers, 'if-match': '*' }, payload: multi('to-break', [square(150, 0), [bowtie]]) }), 422, 'INVALID_GEOMETRY')
   t.equal(put.details?.[0]?.pointer, '/geometry/coordinates/1/0', 'PUT: the pointer into the Feature')
-  t.equal((await sql<{ n: string }>`SELECT count(*) AS n FROM sources WHERE feature_id IN ('bad-part', 'fine', 'parts-overlap', 'bad')`.execute(db)).rows[0]?.n, '0', 'nothing stored')
+  t.equal((await sql<{ n: number }>`SELECT count(*)::int AS n FROM sources WHERE feature_id IN ('bad-part', 'fine', 'parts-overlap', 'bad')`.execute(db)).rows[0]?.n, 0, 'nothing stored')
 })
 
 t.test('400: structure of a MultiPolygon, with pointers', async (t) => {
