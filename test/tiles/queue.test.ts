@@ -14,7 +14,10 @@ if (backend === 'embedded') {
   t.plan(0, 'server backend only: holding a tile in the database needs a second connection')
 } else {
   // DB_POOL_MAX 2: one tile at a time whatever TILES_CONCURRENCY says, one connection left.
-  const ctx = await build(t, { DB_POOL_MAX: 2, TILES_CONCURRENCY: 8, TILES_QUEUE: 2 })
+  // The drawing queue alone: with the tile cache on (issue 50), its counter reads wait behind this
+  // test's lock and time out (503) instead of the revalidation answering; said in the stop's
+  // closing note, to look into.
+  const ctx = await build(t, { DB_POOL_MAX: 2, TILES_CONCURRENCY: 8, TILES_QUEUE: 2, TILES_CACHE_BYTES: 0 })
   const editor = await session(ctx, 'editor', 'org-q')
   const created = await ctx.app.inject({ method: 'POST', url: '/sources', headers: editor.headers, payload: collection(feature('queued', { coordinates: [[[10, 50], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50]]] })) })
   await ctx.app.listen({ host: '127.0.0.1', port: 0 })
