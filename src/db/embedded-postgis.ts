@@ -1,8 +1,8 @@
 // PostGIS for the embedded backend, loaded when first used, as a PostgreSQL server loads
 // postgis-3.so in a backend at its first PostGIS call. The stock extension of
-// @electric-sql/pglite-postgis unpacks its whole bundle (19.7 MB gzipped, 91 MB: PostGIS, raster,
-// topology, the tiger geocoder, PROJ's data) into memory and compiles its three libraries (47 MB
-// of WebAssembly) at every open, whether a query uses them or not. Here the bundle is unpacked
+// @electric-sql/pglite-postgis unpacks its whole bundle (PostGIS, raster, topology, the tiger
+// geocoder, PROJ's data) into memory and compiles its three libraries at every open, whether a
+// query uses them or not (the sizes and what it cost: docs/performance.md). Here the bundle is unpacked
 // once, at install (`npm run embedded`, run by `prepare`), into dist/embedded/postgis; each open
 // mounts that directory read-only (Emscripten's NODEFS) and links its files where PostgreSQL looks
 // for them, so nothing is read or compiled until a query needs it. Without the unpacked copy (a
