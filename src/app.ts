@@ -34,6 +34,7 @@ import oauthRoutes from './accounts/oauth.routes.js'
 import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import featuresRoutes from './features/features.routes.js'
+import { crsCatalogue } from './sources/crs.js'
 import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
 import { plainTileStore } from './tiles/tiles.store.js'
@@ -137,8 +138,10 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(tokenRoutes, { accounts, throttle })
   await app.register(oauthRoutes, { config: section.auth })
   await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
-  await app.register(sourcesRoutes, { config: section.sources, store: sources })
-  await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE })
+  // The CRSs served (OGC API – Features Part 2): CRS84, EPSG:4326 and CRS_EPSG.
+  const catalogue = crsCatalogue(section.sources.CRS_EPSG.split(',').map(Number))
+  await app.register(sourcesRoutes, { config: section.sources, store: sources, catalogue })
+  await app.register(featuresRoutes, { config: section.sources, store: sources, conformance: TILES_CONFORMANCE, catalogue })
   await app.register(tilesRoutes, {
     config: section.tiles,
     store: plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox }),

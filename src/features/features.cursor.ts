@@ -1,25 +1,25 @@
-// The opaque cursor of a `next` link: the sort value and id of the last row of the page, and a
+// The opaque cursor of a `next` link: the sort values and id of the last row of the page, and a
 // digest of the query it belongs to. Keyset paging: page 1,000 costs what page 1 costs, and a
 // client paging while others write never sees a row twice nor misses one that existed
 // throughout. A cursor that does not decode, or belongs to another query, is a 400.
 import { createHash } from 'node:crypto'
 import { parseDateTime } from '../sources/datetime.js'
-import type { ListFilter, SortField } from '../sources/sources.listing.js'
+import type { ListFilter, SortField, SortKey } from '../sources/sources.listing.js'
 import { property } from '../sources/source-properties.js'
 
-interface CursorBody { v: string, i: string, q: string }
+interface CursorBody { v: string[], i: string, q: string }
 
-/** What a cursor is bound to: the filter and the order (not the limit, which may change). */
-export function queryDigest (filter: ListFilter, sort: { field: SortField, descending: boolean }): string {
+/** What a cursor is bound to: the filter and the order (not the limit, the CRS nor the properties, which may change). */
+export function queryDigest (filter: ListFilter, sort: readonly SortKey[]): string {
   return createHash('sha256').update(JSON.stringify({ filter, sort })).digest('base64url').slice(0, 16)
 }
 
-export function encodeCursor (value: string, id: string, digest: string): string {
-  return Buffer.from(JSON.stringify({ v: value, i: id, q: digest } satisfies CursorBody)).toString('base64url')
+export function encodeCursor (values: string[], id: string, digest: string): string {
+  return Buffer.from(JSON.stringify({ v: values, i: id, q: digest } satisfies CursorBody)).toString('base64url')
 }
 
-/** The position a cursor holds, or an error message. */
-export function decodeCursor (cursor: string, digest: string, field: SortField): { value: string, id: string } | string {
+/** The position a cursor holds (the values of every key but the last, id), or an error message. */
+export function decodeCursor (cursor: string, digest: string, sort: readonly SortKey[]): { values: string[], id: string } | string {
   let body: unknown
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
@@ -27,11 +27,12 @@ export function decodeCursor (cursor: string, digest: string, field: SortField):
     return 'is not a cursor of this service: follow the next link as given'
   }
   const { v, i, q } = (body ?? {}) as Partial<CursorBody>
-  if (typeof v !== 'string' || typeof i !== 'string' || typeof q !== 'string' || !/^src_[0-9A-Za-z]{1,64}$/.test(i)) {
+  const fields = sort.slice(0, -1).map((k) => k.field)
+  if (!Array.isArray(v) || v.length !== fields.length || !v.every((x) => typeof x === 'string') || typeof i !== 'string' || typeof q !== 'string' || !/^src_[0-9A-Za-z]{1,64}$/.test(i)) {
     return 'is not a cursor of this service: follow the next link as given'
   }
   if (q !== digest) return 'belongs to another query (other filters or order): start again without it'
-  return sortValueProblem(field, v) ? 'is not a cursor of this service: follow the next link as given' : { value: v, id: i }
+  return fields.some((field, k) => sortValueProblem(field, v[k] as string)) ? 'is not a cursor of this service: follow the next link as given' : { values: v, id: i }
 }
 
 /**

@@ -55,7 +55,7 @@ const streamed = ({ parsed, rowsPerQuery }: ItemsPage): boolean => parsed.limit 
 /** The page's text, in the parts it is read in. */
 export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
   const { store, scope, parsed, self, digest, rowsPerQuery, countMax } = input
-  const { filter, sort, limit } = parsed
+  const { filter, sort, limit, output } = parsed
   const chunked = streamed(input)
   yield '{"type":"FeatureCollection","features":['
   let after = parsed.after
@@ -70,15 +70,15 @@ export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
     // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
     // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
     // is left out (OGC allows that) rather than counting up to a million rows per page.
-    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
-    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
+    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output }))
+    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
     if (page.features !== null) {
       const text = returned > 0 ? `,${page.features}` : page.features
       bytes += text.length
       yield text
     }
     returned += Number(page.returned)
-    if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
+    if (page.last_id !== null && page.last_sort_values !== null) after = { values: JSON.parse(page.last_sort_values) as string[], id: page.last_id }
     more = page.more
     if (!more) break
   }
@@ -86,7 +86,7 @@ export async function * itemsParts (input: ItemsPage): AsyncGenerator<string> {
   if (more && after !== undefined) {
     const next = new URL(self)
     next.searchParams.set('limit', String(limit))
-    next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
+    next.searchParams.set('cursor', encodeCursor(after.values, after.id, digest()))
     links.push({ href: next.toString(), rel: 'next', type: GEOJSON, title: 'Next page' })
   }
   const tail = JSON.stringify({ links, numberReturned: returned, ...(matched !== undefined ? { numberMatched: matched } : {}), timeStamp: new Date().toISOString() })

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { SourcesConfig } from '../config.js'
-import { ApiError, errorResponses, summarise } from '../errors.js'
+import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
 import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
 import { SECURITY, WRITE_SECURITY } from '../http/security.js'
@@ -17,28 +17,30 @@ import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from '../sources/rejections.js'
 import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import { CRS84, type CrsCatalogue, crsHeader, outputOf } from '../sources/crs.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
-import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-properties.js'
+import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES, RETURNABLE_PROPERTIES, SORTABLE_PROPERTIES } from '../sources/source-properties.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { decodeCursor, queryDigest } from './features.cursor.js'
 import { itemsBody } from './features.pager.js'
-import { parseItemsQuery } from './features.query.js'
+import { parseCrs, parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
   QueryablesSchema
 } from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
-const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const TAGS = ['OGC API – Features']
 /** The classes this module passes; /conformance adds those of the other modules (`conformance`, from app.ts). */
 export const FEATURES_CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+  // Part 2 (coordinate reference systems by reference: crs, bbox-crs, Content-Crs; src/sources/crs.ts)
+  'http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs',
   // Part 3 (filtering) and the CQL2 classes its filters pass (test/features/filter.test.ts); not
   // case- and accent-insensitive comparison, arrays, functions, arithmetic. Each queryable but the
   // geometry is also a query parameter (features.query.ts queryableTerms).
@@ -88,13 +90,14 @@ function prefersHtml (request: FastifyRequest): boolean {
   return request.accepts().type([...JSON_TYPES, 'text/html']) === 'text/html'
 }
 
-function collectionDoc (base: string, extent: SourcesExtent) {
+function collectionDoc (base: string, extent: SourcesExtent, catalogue: CrsCatalogue) {
   return {
     id: 'sources',
     title: 'Sources',
     description: 'Registered areas (Polygons) with their validity periods [start_at, end_at).',
     itemType: 'feature' as const,
-    crs: [CRS84],
+    crs: catalogue.uris,
+    storageCrs: CRS84,
     extent: {
       spatial: { bbox: extent.bbox === null ? [] : [extent.bbox], crs: CRS84 },
       temporal: { interval: [extent.interval], trs: 'http://www.opengis.net/def/uom/ISO-8601/0/Gregorian' }
@@ -104,6 +107,8 @@ function collectionDoc (base: string, extent: SourcesExtent) {
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
       { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
       { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' },
+      { href: `${base}/collections/sources/sortables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/sortables', type: SCHEMA_JSON, title: 'What sortby may name' },
+      { href: `${base}/collections/sources/returnables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/returnables', type: SCHEMA_JSON, title: 'What properties may name' },
       { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' }
     ]
   }
@@ -114,9 +119,11 @@ interface Options {
   store: SourceStore
   /** The conformance classes of the other modules (tiles'), declared beside these. */
   conformance: readonly string[]
+  /** The CRSs served (crs, bbox-crs, Content-Crs). */
+  catalogue: CrsCatalogue
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, conformance }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, conformance, catalogue }) => {
   const conformsTo = [...FEATURES_CONFORMANCE, ...conformance]
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
@@ -148,7 +155,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request) => {
     const base = baseOf(request)
     return {
-      collections: [collectionDoc(base, await store.extent(request.account.scope))],
+      collections: [collectionDoc(base, await store.extent(request.account.scope), catalogue)],
       links: [{ href: `${base}/collections`, rel: 'self', type: 'application/json' }]
     }
   })
@@ -156,7 +163,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   app.get('/collections/sources', {
     onRequest: [app.authenticate],
     schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, response: { 200: CollectionSchema, ...errorResponses(401, 429, 500, 503) } }
-  }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
+  }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope), catalogue))
 
   app.get('/collections/sources/schema', {
     onRequest: [app.authenticate],
@@ -196,6 +203,40 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     }))
   })
 
+  /** A JSON Schema document of some properties (queryables, sortables, returnables), sent as text: the serializer would keep only what its schema describes. */
+  const propertiesDocument = (name: string, description: string, properties: Record<string, unknown>) => async (request: FastifyRequest, reply: FastifyReply) =>
+    await reply.type(SCHEMA_JSON).send(JSON.stringify({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: `${baseOf(request)}/collections/sources/${name}`,
+      type: 'object',
+      title: 'sources',
+      description,
+      properties,
+      additionalProperties: false
+    }))
+
+  app.get('/collections/sources/sortables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getSortables',
+      summary: 'The sortables: what sortby may name (JSON Schema)',
+      tags: TAGS,
+      security: SECURITY,
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, propertiesDocument('sortables', 'The properties sortby on /collections/sources/items may name, each with "-" in front for descending; the order always ends with id.', SORTABLE_PROPERTIES))
+
+  app.get('/collections/sources/returnables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getReturnables',
+      summary: 'The returnables: what properties may name (JSON Schema)',
+      tags: TAGS,
+      security: SECURITY,
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, propertiesDocument('returnables', 'The properties that properties= on /collections/sources/items may choose; the geometry is sent unless skipGeometry=true.', RETURNABLE_PROPERTIES))
+
   app.get('/collections/sources/items', {
     onRequest: [toMapPage, app.authenticate],
     schema: {
@@ -205,7 +246,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: SECURITY,
       querystring: ItemsQuerySchema,
       response: {
-        200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.'),
+        200: sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more.', { 'Content-Crs': CONTENT_CRS_HEADER }),
         303: noBody('The text/html answer, asked for with f=html or an Accept that prefers text/html: a redirect to the map page (GET /map, text/html) with the same query; no token needed (the page signs in).', { Location: headerDoc('The map page, relative: ../../map?<the query without f>.') }),
         ...errorResponses(400, 401, 406, 429, 500, 503)
       }
@@ -213,11 +254,11 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request, reply) => {
     negotiate(request)
     const account = request.account
-    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all')
+    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all', catalogue)
     // What a cursor is bound to; hashed only when a cursor is read or written.
     const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
-      const after = decodeCursor(request.query.cursor, digest(), parsed.sort.field)
+      const after = decodeCursor(request.query.cursor, digest(), parsed.sort)
       if (typeof after === 'string') details.push({ pointer: '?cursor', message: after })
       else parsed.after = after
     }
@@ -230,9 +271,17 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
 
     const self = new URL(request.url, baseOf(request))
-    const untyped: FastifyReply = reply.type(GEOJSON)
+    const untyped: FastifyReply = reply.type(GEOJSON).header('content-crs', crsHeader(parsed.crs))
     return untyped.send(await itemsBody({ store, scope: account.scope, parsed, self, digest, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX }))
   })
+
+  /** The crs parameter of a read: CRS84 when absent, 400 listing those served when unknown. */
+  const readCrs = (text: string | undefined) => {
+    const details: ErrorDetail[] = []
+    const crs = parseCrs(text, catalogue, '?crs', details)
+    if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+    return crs
+  }
 
   app.get('/collections/sources/items/:id', {
     onRequest: [app.authenticate],
@@ -244,7 +293,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       params: ItemParamsSchema,
       querystring: ItemReadQuerySchema,
       response: {
-        200: sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER }),
+        200: sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER, 'Content-Crs': CONTENT_CRS_HEADER }),
         304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
         ...errorResponses(400, 401, 404, 406, 410, 414, 429, 500, 503)
       }
@@ -252,7 +301,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request, reply) => {
     negotiate(request)
     const untyped: FastifyReply = reply
-    return await sendRead(store, request, untyped, request.params.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.params.id, request.query.as_of, readCrs(request.query.crs))
   })
 
   app.get('/collections/sources/items/:id/versions', {
@@ -264,11 +313,13 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemVersionsQuerySchema,
-      response: { 200: VersionsResponseSchema, ...errorResponses(400, 401, 404, 414, 429, 500, 503) }
+      response: { 200: { ...VersionsResponseSchema, headers: { 'Content-Crs': CONTENT_CRS_HEADER } }, ...errorResponses(400, 401, 404, 414, 429, 500, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const self = new URL(request.url, baseOf(request))
-    return await versionsPage(store, request.account.scope, request.params.id, self, Number(request.query.limit ?? 100), request.query.cursor)
+    const crs = readCrs(request.query.crs)
+    void reply.header('content-crs', crsHeader(crs))
+    return await versionsPage(store, request.account.scope, request.params.id, self, Number(request.query.limit ?? 100), request.query.cursor, { crs: outputOf(crs) })
   })
 
   app.post('/collections/sources/items', {
@@ -296,7 +347,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
+    const created = await createSources(store, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY, contentCrsOf(request, catalogue))
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -314,7 +365,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, actorOf(request), request.params.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -329,7 +380,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, actorOf(request), request.params.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

@@ -7,6 +7,7 @@ import { Value } from '@sinclair/typebox/value'
 import { SourceFeatureSchema } from '../../src/sources/source-feature.schema.js'
 import { CollectionSchema, ConformanceSchema, LandingSchema } from '../../src/features/features.schema.js'
 import { parseItemsQuery } from '../../src/features/features.query.js'
+import { crsCatalogue } from '../../src/sources/crs.js'
 import { propertiesWhere } from '../../src/sources/source-properties.js'
 import { backend, build, collection, expectError, feature, session } from '../helper.js'
 
@@ -205,7 +206,7 @@ t.test('every bad value is a 400 naming its parameter, never a 500; limits clamp
   expectError(t, await get('/collections/sources/items?organisation=a%00', admin.headers), 400, 'VALIDATION_FAILED')
   const big = (await get('/collections/sources/items?limit=99999')).json() as Page
   t.equal(big.numberReturned, 32, 'a limit above 10,000 is lowered, not refused')
-  t.equal(parseItemsQuery({ limit: '99999' }, false).parsed.limit, 10_000, 'lowered to 10,000, which the next link carries (limit=…)')
+  t.equal(parseItemsQuery({ limit: '99999' }, false, crsCatalogue([])).parsed.limit, 10_000, 'lowered to 10,000, which the next link carries (limit=…)')
   t.match(((await get('/collections/sources/items?limit=1')).json() as Page).links.find((l) => l.rel === 'next')?.href, /[?&]limit=1&cursor=/)
   expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'text/csv' }), 406, 'NOT_ACCEPTABLE')
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/geo+json' })).statusCode, 200)
