@@ -38,16 +38,28 @@ export const crsHeader = (crs: Crs): string => `<${crs.uri}>`
 interface EsriCrs { wkid: number, latestWkid: number, name: string, wkt2: string, authority?: string, extent?: Array<{ slat: number, nlat: number, llon: number, rlon: number }> }
 
 /**
- * The Esri records of these EPSG codes. The two tables (15 MB of JSON) are read once and
- * dropped: only the records asked for are kept.
+ * The Esri records of these EPSG codes. The two tables are 15 MB of JSON with one record per
+ * `{ "wkid": N,` line: each record asked for is cut out of the text and parsed alone (parsing
+ * the whole tables would cost a second of start-up); a code only found as another's latestWkid
+ * falls back to parsing the table.
  */
 function esriRecords (codes: readonly number[]): Map<number, EsriCrs> {
   const require = createRequire(import.meta.url)
   const found = new Map<number, EsriCrs>()
   for (const [file, key] of [['pe_list_projcs.json', 'ProjectedCoordinateSystems'], ['pe_list_geogcs.json', 'GeographicCoordinateSystems']] as const) {
-    const table = JSON.parse(readFileSync(require.resolve(`@esri/proj-codes/${file}`), 'utf8')) as Record<string, EsriCrs[]>
-    for (const r of table[key] ?? []) {
-      for (const code of codes) if (!found.has(code) && (r.wkid === code || r.latestWkid === code)) found.set(code, r)
+    const text = readFileSync(require.resolve(`@esri/proj-codes/${file}`), 'utf8')
+    const missing = (): number[] => codes.filter((c) => !found.has(c))
+    for (const code of missing()) {
+      const start = text.indexOf(`{ "wkid": ${code},`)
+      if (start < 0) continue
+      const next = text.indexOf('{ "wkid":', start + 1)
+      const record = text.slice(start, next < 0 ? text.lastIndexOf(']') : next).trim().replace(/,$/, '')
+      found.set(code, JSON.parse(record) as EsriCrs)
+    }
+    if (missing().some((c) => text.includes(`"latestWkid": ${c},`))) {
+      for (const r of (JSON.parse(text) as Record<string, EsriCrs[]>)[key] ?? []) {
+        for (const code of missing()) if (r.latestWkid === code) found.set(code, r)
+      }
     }
   }
   return found
@@ -62,6 +74,16 @@ function firstAxisNorth (wkt2: string): boolean {
 
 /** The CRSs served: CRS84, EPSG:4326 and `codes`; throws naming a code the authority data does not know. */
 export function crsCatalogue (codes: readonly number[]): CrsCatalogue {
+  const key = codes.join(',')
+  let catalogue = catalogues.get(key)
+  if (catalogue === undefined) catalogues.set(key, catalogue = readCatalogue(codes))
+  return catalogue
+}
+
+/** The catalogues made in this process, by their codes (each app of a test process reads the tables once). */
+const catalogues = new Map<string, CrsCatalogue>()
+
+function readCatalogue (codes: readonly number[]): CrsCatalogue {
   const all = [...new Set([4326, ...codes])]
   const records = esriRecords(all)
   const list: Crs[] = [{ uri: CRS84, srid: 4326, northFirst: false, name: 'WGS 84 (longitude, latitude)', area: { west: -180, south: -90, east: 180, north: 90 } }]
