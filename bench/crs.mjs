@@ -38,7 +38,7 @@ const service = spawn(process.execPath, SERVICE_ARGS, {
 })
 process.on('exit', () => service.kill())
 const base = `http://127.0.0.1:${port}`
-for (let i = 0; i < 200; i++) { try { if ((await fetch(`${base}/ready`)).ok) break } catch {} await sleep(100) }
+for (let i = 0; i < 600; i++) { try { if ((await fetch(`${base}/ready`)).ok) break } catch {} await sleep(100) }
 const token = (await (await fetch(`${base}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
 
 const yRows = Math.floor(ROWS / 3000)

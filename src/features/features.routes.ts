@@ -29,7 +29,7 @@ import { itemsBody } from './features.pager.js'
 import { parseCrs, parseItemsQuery } from './features.query.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
-  QueryablesSchema
+  QueryablesSchema, ReturnablesSchema, SortablesSchema
 } from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
@@ -222,7 +222,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       summary: 'The sortables: what sortby may name (JSON Schema)',
       tags: TAGS,
       security: SECURITY,
-      response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: SortablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
     }
   }, propertiesDocument('sortables', 'The properties sortby on /collections/sources/items may name, each with "-" in front for descending; the order always ends with id.', SORTABLE_PROPERTIES))
 
@@ -233,7 +233,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       summary: 'The returnables: what properties may name (JSON Schema)',
       tags: TAGS,
       security: SECURITY,
-      response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: ReturnablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
     }
   }, propertiesDocument('returnables', 'The properties that properties= on /collections/sources/items may choose; the geometry is sent unless skipGeometry=true.', RETURNABLE_PROPERTIES))
 

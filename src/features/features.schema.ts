@@ -99,7 +99,16 @@ const QueryableSchema = Type.Object({
  * OpenAPI document is made, so its own "$schema" and "$id" are described under
  * DOLLAR_PROPERTIES, which the document's transform (http/openapi.ts) turns into properties.
  */
-export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
+export const QueryablesSchema = propertiesDocumentSchema('what a filter may name')
+/** The Sortables document: the same form, of what sortby may name. */
+export const SortablesSchema = propertiesDocumentSchema('what sortby may name')
+/** The Returnables document: the same form, of what properties may name. */
+export const ReturnablesSchema = propertiesDocumentSchema('what properties may name')
+
+/** A JSON Schema document of some of the properties (queryables, sortables, returnables): each its own object, as @fastify/swagger wants. */
+function propertiesDocumentSchema (what: string) {
+  return Type.Unsafe<Record<string, unknown>>({
+  description: `A JSON Schema (2020-12) of ${what}.`,
   type: 'object',
   required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
   [DOLLAR_PROPERTIES]: {
@@ -113,7 +122,8 @@ export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
     properties: { type: 'object', additionalProperties: QueryableSchema },
     additionalProperties: { const: false }
   }
-})
+  })
+}
 
 const CRS_PARAMETER = param('The CRS of the geometry in the answer, one of the collection\'s crs (default CRS84), in its axis order; the Content-Crs header names it.')
 export const ItemReadQuerySchema = Type.Object({ as_of: SourceReadQuerySchema.properties.as_of, crs: CRS_PARAMETER })
