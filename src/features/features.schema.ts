@@ -101,20 +101,26 @@ const QueryableSchema = Type.Object({
  */
 export const QueryablesSchema = propertiesDocumentSchema('what a filter may name')
 /** The Sortables document: the same form, of what sortby may name. */
-export const SortablesSchema = propertiesDocumentSchema('what sortby may name')
+// Their $schema and $id are described once, in the queryables' (a property named $id in two
+// places of the document is read by OpenAPI validators as one schema $id defined twice).
+export const SortablesSchema = propertiesDocumentSchema('what sortby may name', false)
 /** The Returnables document: the same form, of what properties may name. */
-export const ReturnablesSchema = propertiesDocumentSchema('what properties may name')
+export const ReturnablesSchema = propertiesDocumentSchema('what properties may name', false)
 
 /** A JSON Schema document of some of the properties (queryables, sortables, returnables): each its own object, as @fastify/swagger wants. */
-function propertiesDocumentSchema (what: string) {
+function propertiesDocumentSchema (what: string, dollars = true) {
   return Type.Unsafe<Record<string, unknown>>({
-  description: `A JSON Schema (2020-12) of ${what}.`,
+  description: `A JSON Schema (2020-12) of ${what}${dollars ? '' : ', with its $schema and $id (as the queryables\' document)'}.`,
   type: 'object',
-  required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
-  [DOLLAR_PROPERTIES]: {
-    schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
-    id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
-  },
+  required: [...(dollars ? ['$schema', '$id'] : []), 'type', 'properties', 'additionalProperties'],
+  ...(dollars
+    ? {
+        [DOLLAR_PROPERTIES]: {
+          schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
+          id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
+        }
+      }
+    : {}),
   properties: {
     type: { const: 'object' },
     title: { type: 'string' },
