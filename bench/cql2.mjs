@@ -71,7 +71,7 @@ const pgDir = tempDir('bench-cql2-pgbench-')
 const { compileByShape, queryBuilder } = await import('../dist/db/compiled-query.js')
 const listing = await import('../dist/sources/sources.listing.js')
 const { checkFilter } = await import('../dist/features/filters/cql2.js')
-const page = { sort: { field: 'id', descending: false }, limit: 100 }
+const page = { sort: [{ field: 'id', descending: false }], limit: 100 }
 const CAP = 100_000
 const common = [['bench', ':org'], [100, ':lim'], [CAP, ':cap']]
 const compiled = (build, input) => compileByShape((i) => build(queryBuilder, i), listing.LIST_INPUT_SHAPE_KEYS)(input)

@@ -176,7 +176,7 @@ function statement (build, input, vars) {
     return vars.get(v)
   }).replace(/\s*\n\s*/g, ' ') + ';'
 }
-const page = { sort: { field: 'id', descending: false }, limit: 100 }
+const page = { sort: [{ field: 'id', descending: false }], limit: 100 }
 const CAP = 100_000 // ITEMS_COUNT_MAX's default
 const common = [['bench', ':org'], [100, ':lim'], [CAP, ':cap']]
 function pgbenchFile (name, script) {

@@ -29,7 +29,12 @@ const randomGet = () => seededId((ids ? 0 : 1) + Math.floor(Math.random() * s.ge
 let nextDelete = s.deleteFrom ?? 0
 const unique = () => `${s.runTag}-${process.pid}-${counter++}`
 
-const feature = (id, vertices, i, place) => ({ type: 'Feature', id, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: placedPolygon(vertices, i, place) } })
+// `attributes`: each feature carries ten attributes as a GIS layer's parcels do (bench/attributes.mjs).
+const attributesOf = (id) => s.attributes ? {
+  parcel_no: `NL-${id}`, name: `Parcel ${id}`, land_use: ['forest', 'pasture', 'arable', 'wetland'][counter % 4], hectares: (counter % 10000) / 10,
+  owner: 'Gemeente Utrecht', project: 'Carbon 2024', planted: '2024-03-15', organic: counter % 2 === 0, surveyed_at: '2024-02-01T09:30:00Z', tags: ['peat', 'restored']
+} : {}
+const feature = (id, vertices, i, place) => ({ type: 'Feature', id, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-02-01T00:00:00Z', ...attributesOf(id) }, geometry: { type: 'Polygon', coordinates: placedPolygon(vertices, i, place) } })
 // A collection body: the features' ids unique, their polygons in a block of their own at random
 // (bodies.mjs placement: a place no earlier request is likely to have taken, so conflict
 // detection finds nothing there).

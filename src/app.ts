@@ -36,6 +36,7 @@ import apiKeysRoutes from './accounts/api-keys.routes.js'
 import sourcesRoutes from './sources/sources.routes.js'
 import attributeSchemasRoutes from './sources/attribute-schemas.routes.js'
 import featuresRoutes from './features/features.routes.js'
+import { crsCatalogue } from './sources/crs.js'
 import tilesRoutes, { TILES_CONFORMANCE } from './tiles/tiles.routes.js'
 import { AdmissionQueue } from './http/admission-queue.js'
 import { cachedTileStore, plainTileStore } from './tiles/tiles.store.js'
@@ -146,9 +147,11 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(apiKeysRoutes, { config: section.auth, keys: apiKeys })
   // The organisations' attribute schemas; CREATE INDEX CONCURRENTLY keeps writes going on a server (PGlite has one session anyway).
   const schemas = attributeSchemaStore(db, { concurrentIndexes: section.database.DATABASE_URL !== undefined })
-  await app.register(sourcesRoutes, { config: section.sources, store: sources, schemas })
+  // The CRSs served (OGC API – Features Part 2): CRS84, EPSG:4326 and CRS_EPSG.
+  const catalogue = crsCatalogue(section.sources.CRS_EPSG.split(',').map(Number))
+  await app.register(sourcesRoutes, { config: section.sources, store: sources, schemas, catalogue })
   await app.register(attributeSchemasRoutes, { schemas })
-  await app.register(featuresRoutes, { config: section.sources, store: sources, schemas, conformance: TILES_CONFORMANCE })
+  await app.register(featuresRoutes, { config: section.sources, store: sources, schemas, conformance: TILES_CONFORMANCE, catalogue })
   const drawnTiles = plainTileStore(db, { maxBytes: section.tiles.TILES_MAX_BYTES, extent: async (scope) => (await sources.extent(scope)).bbox, readsInFlight: batching?.readsInFlight })
   const tileStore = section.tiles.TILES_CACHE_BYTES === 0
     ? drawnTiles

@@ -21,6 +21,7 @@ import { applyConflictTolerance } from './sources/conflict-tolerance.repository.
 import { purgeSource } from './sources/sources.repository.js'
 import { sourceStore } from './sources/sources.store.js'
 import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
+import { crsCatalogue } from './sources/crs.js'
 import { EXPORT_FORMATS, type ExportFormat, exportSources, importSources } from './features/bulk.js'
 
 /** A progress line on standard error when it is a terminal (cli-progress), a count every 10 s otherwise. */
@@ -50,7 +51,7 @@ const USAGE = `usage: source-registry <command>
   source purge --id ID --reason R [--by WHO] erase a source and all its versions for good (audited in source_purges)
   backup --to FILE                          copy the embedded database (DATA_DIR) to a file; the service must be stopped
   restore --from FILE                       make the embedded database in a new DATA_DIR from such a file
-  export --org O --format fgb|geojsonseq|ndjson|csv --to FILE [--filter CQL2]
+  export --org O --format fgb|geojsonseq|ndjson|csv --to FILE [--filter CQL2] [--crs URI|EPSG:n]
                                             write an organisation's sources (--org all: every one) to a file
   import --as EMAIL --from FILE [--batch N] store the features of a GeoJSONSeq/NDJSON or FlatGeobuf file as that
                                             account, with the POST rules; resumes from FILE.progress;
@@ -128,6 +129,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
       filter: { type: 'string' },
       as: { type: 'string' },
       batch: { type: 'string' },
+      crs: { type: 'string' },
       help: { type: 'boolean', short: 'h' }
     }
   })
@@ -163,7 +165,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
     const org = need(values.org, '--org')
     const to = need(values.to, '--to')
     const store = sourceStore(await conn.get())
-    const count = await exportSources(store, org === 'all' ? 'all' : { organisation: org }, { format: format as ExportFormat, to, filter: values.filter }, progressBar('exported'))
+    const count = await exportSources(store, org === 'all' ? 'all' : { organisation: org }, { format: format as ExportFormat, to, filter: values.filter, crs: values.crs, catalogue: crsCatalogue(conn.config.CRS_EPSG.split(',').map(Number)) }, progressBar('exported'))
     out(`exported ${count} source${count === 1 ? '' : 's'} to ${to}`)
     return
   }

@@ -117,6 +117,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     MAX_FEATURES: 1000,
     ITEMS_ROWS_PER_QUERY: 500,
     ITEMS_COUNT_MAX: 100000,
+    CRS_EPSG: '3857,3035,28992,25832,25833,27700,2154',
     TILES_MAX_FEATURES: 10000,
     TILES_MAX_BYTES: 512000,
     TILES_MAX_AGE_SECONDS: 10,

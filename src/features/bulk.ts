@@ -22,10 +22,11 @@ import { createSources } from '../sources/source-changes.js'
 import { FeatureInputSchema, type FeatureInput } from '../sources/sources.schema.js'
 import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
 import type { SourceStore } from '../sources/sources.store.js'
+import type { CrsCatalogue } from '../sources/crs.js'
 import { featureChunks } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
 import type { OutFeature } from './formats/columns.js'
-import { flatGeobuf, formatLines } from './formats/formats.js'
+import { fileAxes, flatGeobuf, formatLines } from './formats/formats.js'
 
 export const EXPORT_FORMATS = ['fgb', 'geojsonseq', 'ndjson', 'csv'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -34,14 +35,14 @@ export interface Progress { total?: number, done: (n: number) => void }
 
 /** Writes the sources in `scope` (and the filter) to `to`; returns how many. */
 export async function exportSources (
-  store: SourceStore, scope: Scope, options: { format: ExportFormat, to: string, filter?: string, organisation?: string, rowsPerQuery?: number },
+  store: SourceStore, scope: Scope, options: { format: ExportFormat, to: string, filter?: string, organisation?: string, crs?: string, catalogue: CrsCatalogue, rowsPerQuery?: number },
   progress: (total: number | undefined) => Progress
 ): Promise<number> {
-  const { parsed, details } = parseItemsQuery({ filter: options.filter, organisation: options.organisation }, scope === 'all')
+  const { parsed, details } = parseItemsQuery({ filter: options.filter, organisation: options.organisation, crs: options.crs }, scope === 'all', options.catalogue)
   if (details.length > 0) throw new Error(details.map((d) => `${d.pointer}: ${d.message}`).join('; '))
   parsed.limit = Number.MAX_SAFE_INTEGER
   const rowsPerQuery = options.rowsPerQuery ?? 2000
-  const page = { store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true }
+  const page = fileAxes({ store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true }, options.format)
   let bar: Progress | undefined
   let count = 0
   async function * batches (): AsyncGenerator<OutFeature[]> {
@@ -62,7 +63,7 @@ export async function exportSources (
   const write = async (chunk: string | Uint8Array): Promise<void> => { if (!out.write(chunk)) await once(out, 'drain') }
   try {
     if (options.format === 'fgb') {
-      for await (const chunk of await flatGeobuf(batches())) await write(chunk)
+      for await (const chunk of await flatGeobuf(batches(), parsed.output.crs?.srid)) await write(chunk)
     } else {
       for await (const text of formatLines(options.format, batches())) await write(text)
     }

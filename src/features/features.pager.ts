@@ -5,6 +5,7 @@
 import { Readable } from 'node:stream'
 import type { Scope } from '../db/database.js'
 import type { SourceStore } from '../sources/sources.store.js'
+import type { SortValues } from '../sources/sources.listing.js'
 import { encodeCursor } from './features.cursor.js'
 import type { ParsedItems } from './features.query.js'
 
@@ -58,7 +59,7 @@ export const streamed = ({ parsed, rowsPerQuery }: ItemsPage): boolean => parsed
 export interface PageSummary {
   returned: number
   more: boolean
-  after?: { value: string, id: string }
+  after?: { values: SortValues, id: string }
   /** numberMatched, counted on a first page only (up to ITEMS_COUNT_MAX). */
   matched?: number
 }
@@ -69,7 +70,7 @@ export interface PageSummary {
  */
 export async function * featureChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
   const { store, scope, parsed, rowsPerQuery, countMax } = input
-  const { filter, sort, limit } = parsed
+  const { filter, sort, limit, output } = parsed
   const chunked = streamed(input) && input.fixedChunks !== true
   let after = parsed.after
   let returned = 0
@@ -83,14 +84,14 @@ export async function * featureChunks (input: ItemsPage): AsyncGenerator<string,
     // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
     // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
     // is left out (OGC allows that) rather than counting up to a million rows per page.
-    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax }))
-    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax })
+    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output }))
+    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
     if (page.features !== null) {
       bytes += page.features.length
       yield page.features
     }
     returned += Number(page.returned)
-    if (page.last_id !== null && page.last_sort_value !== null) after = { value: page.last_sort_value, id: page.last_id }
+    if (page.last_id !== null && page.last_sort_values !== null) after = { values: JSON.parse(page.last_sort_values) as SortValues, id: page.last_id }
     more = page.more
     if (!more) break
   }
@@ -102,7 +103,7 @@ export function nextLink ({ self, parsed, digest }: ItemsPage, { more, after }: 
   if (!more || after === undefined) return undefined
   const next = new URL(self)
   next.searchParams.set('limit', String(parsed.limit))
-  next.searchParams.set('cursor', encodeCursor(after.value, after.id, digest()))
+  next.searchParams.set('cursor', encodeCursor(after.values, after.id, digest()))
   return next
 }
 

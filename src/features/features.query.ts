@@ -3,9 +3,10 @@
 // that only known parameters are present and that each is a single string.
 import type { ErrorDetail } from '../errors.js'
 import { parseDatetimeParameter } from '../sources/datetime.js'
-import type { ListFilter, SortField } from '../sources/sources.listing.js'
+import { type ListFilter, type SortField, type SortKey, type SortValues, sortOrder } from '../sources/sources.listing.js'
 import { searchBoxes } from '../sources/search-box.js'
-import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
+import { type FeatureOutput, RETURNABLE, SORTABLE, propertiesWhere } from '../sources/source-properties.js'
+import { CRS84 as CRS84_URI, type Crs, type CrsCatalogue, outputOf } from '../sources/crs.js'
 import { CRS84, FILTER_LANGS, checkFilter } from './filters/cql2.js'
 import type { AttributeType } from '../sources/attribute-schemas.js'
 import type { FilterExpr } from '../sources/filter.sql.js'
@@ -21,6 +22,10 @@ export interface ItemsQuery {
   limit?: string
   cursor?: string
   sortby?: string
+  properties?: string
+  skipGeometry?: string
+  crs?: string
+  'bbox-crs'?: string
   organisation?: string
   filter?: string
   'filter-lang'?: string
@@ -32,10 +37,14 @@ export interface ItemsQuery {
 
 export interface ParsedItems {
   filter: ListFilter
-  sort: { field: SortField, descending: boolean }
+  /** The order, made total (sortOrder: its last key is id). */
+  sort: SortKey[]
+  /** The CRS of the response (crs=; CRS84 by default) and what its Features hold. */
+  crs: Crs
+  output: FeatureOutput
   limit: number
-  /** The sort key of the last row of the previous page. */
-  after?: { value: string, id: string }
+  /** The sort values and id of the last row of the previous page. */
+  after?: { values: SortValues, id: string }
   /** WKT literals of the filter that PostGIS must find valid before the listing runs. */
   geometries: string[]
 }
@@ -46,6 +55,32 @@ const NUL_MESSAGE = 'must not contain the character U+0000 (%00): no feature id 
 
 // A plain decimal number: no hex, no "Infinity", no empty string (Number() takes all of those).
 const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+/**
+ * A bbox given in another CRS (bbox-crs): EPSG:4326 (latitude first) is turned to CRS84's
+ * order; a projected CRS's box, its corners in that CRS's axis order, is kept for
+ * PostGIS to transform (sources.listing.ts).
+ */
+function parseCrsBbox (text: string, crs: Crs, filter: ListFilter, details: ErrorDetail[]): void {
+  const parts = text.split(',')
+  if (parts.length !== 4 || !parts.every((p) => DECIMAL.test(p.trim()))) {
+    details.push({ pointer: '?bbox', message: `must be 4 numbers: the lower corner, then the upper, each in the axis order of ${crs.uri}` })
+    return
+  }
+  const [a, b, c, d] = parts.map((p) => Number(p.trim()) + 0) as [number, number, number, number]
+  if (![a, b, c, d].every(Number.isFinite)) {
+    details.push({ pointer: '?bbox', message: 'must hold finite numbers' })
+    return
+  }
+  // In PostGIS's x = east, y = north.
+  const [minX, minY, maxX, maxY] = crs.northFirst ? [b, a, d, c] : [a, b, c, d]
+  if (crs.srid === 4326) {
+    filter.boxes = parseBbox([minX, minY, maxX, maxY].join(','), details)
+    return
+  }
+  if (minX > maxX || minY > maxY) details.push({ pointer: '?bbox', message: 'the lower corner must not be above or right of the upper' })
+  else filter.projectedBox = { srid: crs.srid, minX, minY, maxX, maxY }
+}
 
 function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
   const parts = text.split(',')
@@ -67,10 +102,15 @@ function parseBbox (text: string, details: ErrorDetail[]): ListFilter['boxes'] {
 }
 
 /** Parses the query; `details` is non-empty when anything is wrong (then the result is unused). */
-export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean, declared: ReadonlyMap<string, AttributeType> = new Map()): { parsed: ParsedItems, details: ErrorDetail[] } {
+export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean, catalogue: CrsCatalogue, declared: ReadonlyMap<string, AttributeType> = new Map()): { parsed: ParsedItems, details: ErrorDetail[] } {
   const details: ErrorDetail[] = []
   const filter: ListFilter = {}
-  if (q.bbox !== undefined) filter.boxes = parseBbox(q.bbox, details)
+  const crs = parseCrs(q.crs, catalogue, '?crs', details)
+  const bboxCrs = parseCrs(q['bbox-crs'], catalogue, '?bbox-crs', details)
+  if (q.bbox !== undefined) {
+    if (bboxCrs.uri === CRS84_URI) filter.boxes = parseBbox(q.bbox, details)
+    else parseCrsBbox(q.bbox, bboxCrs, filter, details)
+  } else if (q['bbox-crs'] !== undefined) details.push({ pointer: '?bbox-crs', message: 'names the CRS of bbox, which is missing' })
   if (q.datetime !== undefined) filter.datetime = parseDatetimeParameter(q.datetime, details)
   if (q.organisation !== undefined) {
     if (!isAdmin) details.push({ pointer: '?organisation', message: 'only admins may filter by organisation (others see their own)' })
@@ -88,14 +128,50 @@ export function parseItemsQuery (q: ItemsQuery, isAdmin: boolean, declared: Read
     else limit = Math.min(Number(q.limit), MAX_LIMIT)
   }
 
-  let sort: ParsedItems['sort'] = { field: 'id', descending: false }
-  if (q.sortby !== undefined) {
-    const m = /^([+-]?)([a-z_]+)$/.exec(q.sortby.trim())
-    const field = m?.[2] as SortField | undefined
-    if (m === null || field === undefined || !SORT_FIELDS.includes(field)) details.push({ pointer: '?sortby', message: `must be one of ${SORT_FIELDS.join(', ')}, with "-" in front for descending` })
-    else sort = { field, descending: m[1] === '-' }
+  const sort = sortOrder(q.sortby === undefined ? [] : parseSortby(q.sortby, details, declared))
+  const output: FeatureOutput = { crs: outputOf(crs) }
+  if (q.properties !== undefined) output.properties = parseNames(q.properties, [...RETURNABLE, ...declared.keys()], '?properties', 'returnable: /collections/sources/returnables', details)
+  if (q.skipGeometry !== undefined) {
+    if (q.skipGeometry !== 'true' && q.skipGeometry !== 'false') details.push({ pointer: '?skipGeometry', message: 'must be true or false' })
+    else output.skipGeometry = q.skipGeometry === 'true'
   }
-  return { parsed: { filter, sort, limit, geometries }, details }
+  return { parsed: { filter, sort, crs, output, limit, geometries }, details }
+}
+
+/** A CRS parameter (crs, bbox-crs): CRS84 when absent; a 400 listing those served when unknown. */
+export function parseCrs (text: string | undefined, catalogue: CrsCatalogue, pointer: string, details: ErrorDetail[]): Crs {
+  const crs = text === undefined ? catalogue.find(CRS84_URI) : catalogue.find(text)
+  if (crs !== undefined) return crs
+  details.push({ pointer, message: catalogue.unknown(text ?? '') })
+  return catalogue.list[0] as Crs
+}
+
+/** A comma list of names, each one of `known`; unknown ones are named in one detail. */
+function parseNames (text: string, known: readonly string[], pointer: string, what: string, details: ErrorDetail[]): string[] {
+  const names = text.split(',').map((n) => n.trim()).filter((n) => n !== '')
+  const unknown = names.filter((n) => !known.includes(n))
+  if (unknown.length > 0) details.push({ pointer, message: `${unknown.map((n) => JSON.stringify(n)).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not ${what}; one of ${known.join(', ')}` })
+  return names
+}
+
+/** sortby (OGC API – Features Part 8 / tipg): a comma list of sortables, each with "+" (ascending, the default) or "-" in front. */
+function parseSortby (text: string, details: ErrorDetail[], declared: ReadonlyMap<string, AttributeType>): SortKey[] {
+  const keys: SortKey[] = []
+  const unknown: string[] = []
+  for (const item of text.split(',')) {
+    const m = /^([+-]?)(.+)$/.exec(item.trim())
+    const field = m?.[2]?.trim() ?? item.trim()
+    // The service's properties first; then the organisation's declared attributes, by their type.
+    const as = SORT_FIELDS.includes(field) ? undefined : declared.get(field)
+    if (m === null || (!SORT_FIELDS.includes(field) && as === undefined)) unknown.push(field)
+    else if (keys.some((k) => k.field === field)) details.push({ pointer: '?sortby', message: `names ${field} twice` })
+    else keys.push(as === undefined ? { field, descending: m[1] === '-' } : { field, descending: m[1] === '-', as })
+  }
+  if (unknown.length > 0) {
+    const known = [...SORT_FIELDS, ...[...declared.keys()].filter((n) => !SORT_FIELDS.includes(n))]
+    details.push({ pointer: '?sortby', message: `${unknown.map((n) => JSON.stringify(n)).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not sortable (/collections/sources/sortables); one of ${known.join(', ')}, each with "-" in front for descending` })
+  }
+  return keys
 }
 
 /** filter, filter-lang and filter-crs (OGC API – Features Part 3) into filter.expr; returns the WKT to validate. */

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { SourcesConfig } from '../config.js'
-import { ApiError, errorResponses, summarise } from '../errors.js'
+import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
 import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
 import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
 import { SECURITY, WRITE_SECURITY } from '../http/security.js'
@@ -17,33 +17,35 @@ import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from '../sources/rejections.js'
 import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import { CRS84, type CrsCatalogue, crsHeader, outputOf } from '../sources/crs.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, IdPropertySchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
-import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES } from '../sources/source-properties.js'
+import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES, RETURNABLE_PROPERTIES, SORTABLE_PROPERTIES } from '../sources/source-properties.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import { decodeCursor, queryDigest } from './features.cursor.js'
 import { itemsBody } from './features.pager.js'
 import { ITEM_FORMATS, type FormatKey, formatByKey, formatByName, formattedItems } from './formats/formats.js'
 import { sendHtmlPage } from './html-page.js'
-import { parseItemsQuery } from './features.query.js'
+import { parseCrs, parseItemsQuery } from './features.query.js'
 import { ATTRIBUTE_PREFIX } from './filters/cql2.js'
 import type { AttributeType, DeclaredAttribute } from '../sources/attribute-schemas.js'
 import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
 import {
   CollectionSchema, CollectionsSchema, ConformanceSchema, ItemParamsSchema, ItemReadQuerySchema, ItemVersionsQuerySchema, ItemsQuerySchema, ItemsSchema, LandingSchema, PropertiesSchemaSchema,
-  QueryablesSchema
+  QueryablesSchema, ReturnablesSchema, SortablesSchema
 } from './features.schema.js'
 
 const GEOJSON = 'application/geo+json'
-const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 const TAGS = ['OGC API – Features']
 /** The classes this module passes; /conformance adds those of the other modules (`conformance`, from app.ts). */
 export const FEATURES_CONFORMANCE = [
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
   'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+  // Part 2 (coordinate reference systems by reference: crs, bbox-crs, Content-Crs; src/sources/crs.ts)
+  'http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs',
   // Part 3 (filtering) and the CQL2 classes its filters pass (test/features/filter.test.ts); not
   // case- and accent-insensitive comparison, arrays, functions, arithmetic. Each queryable but the
   // geometry is also a query parameter (features.query.ts queryableTerms).
@@ -87,13 +89,14 @@ function orHtml<T extends { content: Record<string, unknown> }> (response: T): T
 
 const HTML_QUERY = Type.Object({ f: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('html')], { description: 'json (the default), or html: the page for people.' })) })
 
-function collectionDoc (base: string, extent: SourcesExtent) {
+function collectionDoc (base: string, extent: SourcesExtent, catalogue: CrsCatalogue) {
   return {
     id: 'sources',
     title: 'Sources',
     description: 'Registered areas (Polygons and MultiPolygons) with their validity periods [start_at, end_at).',
     itemType: 'feature' as const,
-    crs: [CRS84],
+    crs: catalogue.uris,
+    storageCrs: CRS84,
     extent: {
       spatial: { bbox: extent.bbox === null ? [] : [extent.bbox], crs: CRS84 },
       temporal: { interval: [extent.interval], trs: 'http://www.opengis.net/def/uom/ISO-8601/0/Gregorian' }
@@ -103,6 +106,8 @@ function collectionDoc (base: string, extent: SourcesExtent) {
       { href: `${base}/collections/sources/items`, rel: 'items', type: GEOJSON, title: 'The sources' },
       { href: `${base}/collections/sources/schema`, rel: 'describedBy', type: SCHEMA_JSON, title: 'JSON Schema of the properties' },
       { href: `${base}/collections/sources/queryables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/queryables', type: SCHEMA_JSON, title: 'What a filter may name' },
+      { href: `${base}/collections/sources/sortables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/sortables', type: SCHEMA_JSON, title: 'What sortby may name' },
+      { href: `${base}/collections/sources/returnables`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/returnables', type: SCHEMA_JSON, title: 'What properties may name' },
       { href: `${base}/collections/sources/tiles`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/tilesets-vector', type: 'application/json', title: 'Vector tiles (Mapbox Vector Tile)' },
       ...ITEM_FORMATS.slice(1).map((t) => ({ href: `${base}/collections/sources/items?f=${t.f[0]}`, rel: 'items', type: t.type, title: `The sources as ${t.title}` })),
       { href: `${base}/collections/sources?f=html`, rel: 'alternate', type: 'text/html', title: 'This collection as a page' }
@@ -125,9 +130,11 @@ interface Options {
   schemas: AttributeSchemaStore
   /** The conformance classes of the other modules (tiles'), declared beside these. */
   conformance: readonly string[]
+  /** The CRSs served (crs, bbox-crs, Content-Crs). */
+  catalogue: CrsCatalogue
 }
 
-const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, schemas, conformance }) => {
+const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, schemas, conformance, catalogue }) => {
   /** The declared attributes of the caller's organisation (an admin's own), as a filter types them. */
   const declaredOf = async (organisation: string): Promise<ReadonlyMap<string, AttributeType>> =>
     new Map((await schemas.current(organisation))?.declared.map((a) => [a.name, a.type]) ?? [])
@@ -165,7 +172,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request) => {
     const base = baseOf(request)
     return {
-      collections: [collectionDoc(base, await store.extent(request.account.scope))],
+      collections: [collectionDoc(base, await store.extent(request.account.scope), catalogue)],
       links: [{ href: `${base}/collections`, rel: 'self', type: 'application/json' }]
     }
   })
@@ -173,7 +180,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   app.get('/collections/sources', {
     onRequest: [sendHtmlPage, app.authenticate],
     schema: { operationId: 'describeCollection', summary: 'The sources collection, its extent in your scope', tags: TAGS, security: SECURITY, querystring: HTML_QUERY, response: { 200: orHtml(sentAs('application/json', CollectionSchema, 'The collection.')), ...errorResponses(400, 401, 429, 500, 503) } }
-  }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope)))
+  }, async (request) => collectionDoc(baseOf(request), await store.extent(request.account.scope), catalogue))
 
   app.get('/collections/sources/schema', {
     onRequest: [app.authenticate],
@@ -197,6 +204,22 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     }))
   })
 
+  /**
+   * A JSON Schema document of some properties (queryables, sortables, returnables): the service's,
+   * then the attributes the caller's organisation declared (each of those is all three). Sent as
+   * text: the response serializer would keep only the members its schema describes.
+   */
+  const propertiesDocument = (name: string, description: string, properties: Record<string, unknown>) => async (request: FastifyRequest, reply: FastifyReply) =>
+    await reply.type(SCHEMA_JSON).send(JSON.stringify({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: `${baseOf(request)}/collections/sources/${name}`,
+      type: 'object',
+      title: 'sources',
+      description,
+      properties: { ...properties, ...Object.fromEntries(((await schemas.current(request.account.organisation))?.declared ?? []).filter((a) => !(a.name in properties)).map((a) => [a.name, attributeQueryable(a)])) },
+      additionalProperties: false
+    }))
+
   app.get('/collections/sources/queryables', {
     onRequest: [app.authenticate],
     schema: {
@@ -206,19 +229,29 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: SECURITY,
       response: { 200: { content: { [SCHEMA_JSON]: { schema: QueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
     }
-  }, async (request, reply) => {
-    // Sent as text: the response serializer would keep only the members its schema describes.
-    const untyped: FastifyReply = reply
-    return untyped.type(SCHEMA_JSON).send(JSON.stringify({
-      $schema: 'https://json-schema.org/draft/2020-12/schema',
-      $id: `${baseOf(request)}/collections/sources/queryables`,
-      type: 'object',
-      title: 'sources',
-      description: `The properties a filter on /collections/sources/items may name: the service's, and the attributes your organisation declared (PUT /organisations/{organisation}/attributes-schema). Any other attribute is named ${ATTRIBUTE_PREFIX}name and compared as the literal's type.`,
-      properties: { ...QUERYABLE_PROPERTIES, ...Object.fromEntries(((await schemas.current(request.account.organisation))?.declared ?? []).map((a) => [a.name, attributeQueryable(a)])) },
-      additionalProperties: false
-    }))
-  })
+  }, propertiesDocument('queryables', `The properties a filter on /collections/sources/items may name: the service's, and the attributes your organisation declared (PUT /organisations/{organisation}/attributes-schema). Any other attribute is named ${ATTRIBUTE_PREFIX}name and compared as the literal's type.`, QUERYABLE_PROPERTIES))
+
+  app.get('/collections/sources/sortables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getSortables',
+      summary: 'The sortables: what sortby may name (JSON Schema)',
+      tags: TAGS,
+      security: SECURITY,
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: SortablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, propertiesDocument('sortables', 'The properties sortby on /collections/sources/items may name (the service\'s, and the attributes your organisation declared), each with "-" in front for descending; the order always ends with id. A source without a declared attribute sorts after the others ascending, before them descending.', SORTABLE_PROPERTIES))
+
+  app.get('/collections/sources/returnables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getReturnables',
+      summary: 'The returnables: what properties may name (JSON Schema)',
+      tags: TAGS,
+      security: SECURITY,
+      response: { 200: { content: { [SCHEMA_JSON]: { schema: ReturnablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, propertiesDocument('returnables', 'The properties that properties= on /collections/sources/items may choose (the service\'s, and the attributes your organisation declared; undeclared attributes are sent only when properties= is absent); the geometry is sent unless skipGeometry=true.', RETURNABLE_PROPERTIES))
 
   app.get('/collections/sources/items', {
     onRequest: [sendHtmlPage, app.authenticate],
@@ -230,7 +263,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       querystring: ItemsQuerySchema,
       response: {
         200: orHtml({
-          ...sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more. In the other formats, the next page is the Link header\'s rel="next" (sent with FlatGeobuf, and with the text formats when the page fits in one query of ITEMS_ROWS_PER_QUERY rows; a larger page is streamed without it).', { Link: headerDoc('rel="next": the next page, in the same format (not with GeoJSON, whose body has it).') }),
+          ...sentAs(GEOJSON, ItemsSchema, 'A page of sources; a next link when there are more. In the other formats, the next page is the Link header\'s rel="next" (sent with FlatGeobuf, and with the text formats when the page fits in one query of ITEMS_ROWS_PER_QUERY rows; a larger page is streamed without it).', { Link: headerDoc('rel="next": the next page, in the same format (not with GeoJSON, whose body has it).'), 'Content-Crs': CONTENT_CRS_HEADER }),
           content: {
             [GEOJSON]: { schema: ItemsSchema },
             'application/geo+json-seq': { schema: Type.String({ description: 'RFC 8142: each Feature (as in GeoJSON) after an ASCII record separator (0x1E), ended by a line feed.' }) },
@@ -245,13 +278,14 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request, reply) => {
     const format = itemsFormat(request, request.query.f)
     const account = request.account
-    // A filter may name the organisation's declared attributes: read only when there is a filter.
-    const declared = request.query.filter === undefined ? undefined : await declaredOf(account.organisation)
-    const { parsed, details } = parseItemsQuery(request.query, account.scope === 'all', declared)
+    // A filter, sortby or properties may name the organisation's declared attributes: read only when one is given.
+    const q = request.query
+    const declared = q.filter === undefined && q.sortby === undefined && q.properties === undefined ? undefined : await declaredOf(account.organisation)
+    const { parsed, details } = parseItemsQuery(q, account.scope === 'all', catalogue, declared)
     // What a cursor is bound to; hashed only when a cursor is read or written.
     const digest = (): string => queryDigest(parsed.filter, parsed.sort)
     if (request.query.cursor !== undefined && details.length === 0) {
-      const after = decodeCursor(request.query.cursor, digest(), parsed.sort.field)
+      const after = decodeCursor(request.query.cursor, digest(), parsed.sort)
       if (typeof after === 'string') details.push({ pointer: '?cursor', message: after })
       else parsed.after = after
     }
@@ -265,13 +299,21 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
 
     const self = new URL(request.url, baseOf(request))
     const page = { store, scope: account.scope, parsed, self, digest, rowsPerQuery: config.ITEMS_ROWS_PER_QUERY, countMax: config.ITEMS_COUNT_MAX }
-    const untyped: FastifyReply = reply
+    const untyped: FastifyReply = reply.header('content-crs', crsHeader(parsed.crs))
     if (format === 'geojson' || format === 'html') return untyped.type(GEOJSON).send(await itemsBody(page))
     const { body, next } = await formattedItems(page, format)
     const type = formatByKey(format).type
     if (next !== undefined) void untyped.header('link', `<${next.toString()}>; rel="next"; type="${type}"`)
     return untyped.type(format === 'csv' ? 'text/csv; charset=utf-8' : type).header('content-disposition', `inline; filename="sources.${formatByKey(format).extension}"`).send(body)
   })
+
+  /** The crs parameter of a read: CRS84 when absent, 400 listing those served when unknown. */
+  const readCrs = (text: string | undefined) => {
+    const details: ErrorDetail[] = []
+    const crs = parseCrs(text, catalogue, '?crs', details)
+    if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+    return crs
+  }
 
   app.get('/collections/sources/items/:id', {
     onRequest: [sendHtmlPage, app.authenticate],
@@ -283,7 +325,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       params: ItemParamsSchema,
       querystring: ItemReadQuerySchema,
       response: {
-        200: orHtml(sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER })),
+        200: orHtml(sentAs(GEOJSON, SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER, 'Content-Crs': CONTENT_CRS_HEADER })),
         304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
         ...errorResponses(400, 401, 404, 406, 410, 414, 429, 500, 503)
       }
@@ -291,7 +333,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request, reply) => {
     negotiate(request)
     const untyped: FastifyReply = reply
-    return await sendRead(store, request, untyped, request.params.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.params.id, request.query.as_of, readCrs(request.query.crs))
   })
 
   app.get('/collections/sources/items/:id/versions', {
@@ -303,11 +345,13 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: SECURITY,
       params: ItemParamsSchema,
       querystring: ItemVersionsQuerySchema,
-      response: { 200: VersionsResponseSchema, ...errorResponses(400, 401, 404, 414, 429, 500, 503) }
+      response: { 200: { ...VersionsResponseSchema, headers: { 'Content-Crs': CONTENT_CRS_HEADER } }, ...errorResponses(400, 401, 404, 414, 429, 500, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const self = new URL(request.url, baseOf(request))
-    return await versionsPage(store, request.account.scope, request.params.id, self, Number(request.query.limit ?? 100), request.query.cursor)
+    const crs = readCrs(request.query.crs)
+    void reply.header('content-crs', crsHeader(crs))
+    return await versionsPage(store, request.account.scope, request.params.id, self, Number(request.query.limit ?? 100), request.query.cursor, { crs: outputOf(crs) })
   })
 
   app.post('/collections/sources/items', {
@@ -335,7 +379,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, schemas, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY)
+    const created = await createSources(store, schemas, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY, contentCrsOf(request, catalogue))
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -354,7 +398,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, request.query.id_property)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, request.query.id_property, contentCrsOf(request, catalogue))))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -369,7 +413,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

@@ -6,8 +6,8 @@ import { Type } from '@sinclair/typebox'
 import { DOLLAR_PROPERTIES } from '../http/openapi.js'
 import { SourceIdSchema } from '../schemas/primitives.js'
 import { SourceReadQuerySchema, VersionsQuerySchema } from '../sources/sources.schema.js'
-import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
-import { SORTABLE, propertiesWhere } from '../sources/source-properties.js'
+import { ChosenFeatureSchema } from '../sources/source-feature.schema.js'
+import { RETURNABLE, SORTABLE, propertiesWhere } from '../sources/source-properties.js'
 import { CRS84, FILTER_LANGS } from './filters/cql2.js'
 
 export const LinkSchema = Type.Object({
@@ -25,7 +25,8 @@ export const CollectionSchema = Type.Object({
   title: Type.String(),
   description: Type.String(),
   itemType: Type.Literal('feature'),
-  crs: Type.Array(Type.String()),
+  crs: Type.Array(Type.String(), { description: 'The CRSs crs= and bbox-crs= take, and a write\'s Content-Crs (OGC API – Features Part 2).' }),
+  storageCrs: Type.String({ description: 'The CRS the sources are stored in: CRS84.' }),
   extent: Type.Object({
     spatial: Type.Object({ bbox: Type.Array(Type.Array(Type.Number())), crs: Type.String() }),
     temporal: Type.Object({ interval: Type.Array(Type.Array(Type.Union([Type.String(), Type.Null()]))), trs: Type.String() })
@@ -38,7 +39,7 @@ export const CollectionsSchema = Type.Object({ collections: Type.Array(Collectio
 // so closed: a field the text carries that is not here is a response outside the document.
 export const ItemsSchema = Type.Object({
   type: Type.Literal('FeatureCollection'),
-  features: Type.Array(SourceFeatureSchema, { description: 'Each exactly as GET /sources/?id= sends it.' }),
+  features: Type.Array(ChosenFeatureSchema, { description: 'Each as GET /sources/?id= sends it, in the crs asked for, with the properties asked for (all by default) and no geometry with skipGeometry=true.' }),
   links: Type.Array(LinkSchema, { description: 'self, and next (with a cursor) when there are more.' }),
   numberReturned: Type.Integer({ minimum: 0 }),
   numberMatched: Type.Optional(Type.Integer({ minimum: 0, description: 'On a first page (no cursor), when at most ITEMS_COUNT_MAX sources match.' })),
@@ -68,10 +69,14 @@ const QUERYABLE_PARAMETERS = Object.fromEntries(propertiesWhere((p) => p.queryab
     : `${p.description} Given: ${p.type === 'boolean' ? 'true or false' : p.type === 'string' ? 'the value, exactly' : 'a number'}; equal to it.`)]))
 export const ItemsQuerySchema = Type.Object({
   limit: param('Features per page, 1 to 10,000 (default 100; larger values are lowered to 10,000, as the next link shows).'),
-  bbox: param('minLon,minLat,maxLon,maxLat in CRS84; minLon > maxLon crosses the antimeridian. A source matches when its area intersects the box.'),
+  bbox: param('minLon,minLat,maxLon,maxLat in CRS84; minLon > maxLon crosses the antimeridian. With bbox-crs, the lower and upper corners in that CRS\'s axis order (EPSG:4326: minLat,minLon,maxLat,maxLon). A source matches when its area intersects the box.'),
+  'bbox-crs': param('The CRS of bbox, one of the collection\'s crs (default CRS84).'),
+  crs: param('The CRS of the geometries in the answer, one of the collection\'s crs (default CRS84), in its axis order (EPSG:4326 latitude first; EPSG:3035 northing first); the Content-Crs header names it.'),
   datetime: param('An RFC 3339 instant, or an interval a/b, ../b, a/.. (".." or nothing for an open end). A source matches when its period [start_at, end_at) intersects it.'),
   cursor: param('Opaque position of the next page, from a next link.'),
-  sortby: param(`${SORTABLE.join(', ')}, with "-" in front for descending (default id).`),
+  sortby: param(`A comma list of sortables (/collections/sources/sortables: ${SORTABLE.join(', ')}), each with "-" in front for descending ("+" or nothing: ascending); ties are ordered by id (default: id).`),
+  properties: param(`A comma list of the properties to return (/collections/sources/returnables: ${RETURNABLE.join(', ')}); default all.`),
+  skipGeometry: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['true', 'false'], description: 'true: each Feature\'s geometry is null (default false).' })),
   // Each queryable but the geometry, as an equality (OGC API – Features Part 3, queryables as query parameters).
   ...QUERYABLE_PARAMETERS,
   organisation: param('Admins only: the sources of one organisation.'),
@@ -97,13 +102,28 @@ const QueryableSchema = Type.Object({
  * OpenAPI document is made, so its own "$schema" and "$id" are described under
  * DOLLAR_PROPERTIES, which the document's transform (http/openapi.ts) turns into properties.
  */
-export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
+export const QueryablesSchema = propertiesDocumentSchema('what a filter may name')
+/** The Sortables document: the same form, of what sortby may name. */
+// Their $schema and $id are described once, in the queryables' (a property named $id in two
+// places of the document is read by OpenAPI validators as one schema $id defined twice).
+export const SortablesSchema = propertiesDocumentSchema('what sortby may name', false)
+/** The Returnables document: the same form, of what properties may name. */
+export const ReturnablesSchema = propertiesDocumentSchema('what properties may name', false)
+
+/** A JSON Schema document of some of the properties (queryables, sortables, returnables): each its own object, as @fastify/swagger wants. */
+function propertiesDocumentSchema (what: string, dollars = true) {
+  return Type.Unsafe<Record<string, unknown>>({
+  description: `A JSON Schema (2020-12) of ${what}${dollars ? '' : ', with its $schema and $id (as the queryables\' document)'}.`,
   type: 'object',
-  required: ['$schema', '$id', 'type', 'properties', 'additionalProperties'],
-  [DOLLAR_PROPERTIES]: {
-    schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
-    id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
-  },
+  required: [...(dollars ? ['$schema', '$id'] : []), 'type', 'properties', 'additionalProperties'],
+  ...(dollars
+    ? {
+        [DOLLAR_PROPERTIES]: {
+          schema: { type: 'string', format: 'uri', description: 'The JSON Schema dialect: https://json-schema.org/draft/2020-12/schema.' },
+          id: { type: 'string', format: 'uri', description: 'This document\'s own URL.' }
+        }
+      }
+    : {}),
   properties: {
     type: { const: 'object' },
     title: { type: 'string' },
@@ -111,10 +131,13 @@ export const QueryablesSchema = Type.Unsafe<Record<string, unknown>>({
     properties: { type: 'object', additionalProperties: QueryableSchema },
     additionalProperties: { const: false }
   }
-})
+  })
+}
 
+const CRS_PARAMETER = param('The CRS of the geometry in the answer, one of the collection\'s crs (default CRS84), in its axis order; the Content-Crs header names it.')
 export const ItemReadQuerySchema = Type.Object({
   as_of: SourceReadQuerySchema.properties.as_of,
+  crs: CRS_PARAMETER,
   f: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('geojson'), Type.Literal('html')], { description: 'json or geojson (GeoJSON, the default), or html: the page for people.' }))
 })
-export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor }, { additionalProperties: false })
+export const ItemVersionsQuerySchema = Type.Object({ limit: VersionsQuerySchema.properties.limit, cursor: VersionsQuerySchema.properties.cursor, crs: CRS_PARAMETER }, { additionalProperties: false })

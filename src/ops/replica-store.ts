@@ -34,7 +34,7 @@ export function replicaSourceStore (primary: SourceStore, replicas: Replicas, st
   }
   return {
     ...primary,
-    find: (id, scope) => read((s) => s.find(id, scope)),
+    find: (id, scope, output) => read((s) => s.find(id, scope, output)),
     list: (input) => read((s) => s.list(input)),
     listFirst: (input) => read((s) => s.listFirst(input)),
     extent: (scope) => read((s) => s.extent(scope)),
@@ -48,8 +48,8 @@ export function replicaSourceStore (primary: SourceStore, replicas: Replicas, st
       if (outcome.kept) await wrote()
       return outcome
     },
-    versions: (id, scope, page) => read((s) => s.versions(id, scope, page)),
-    versionAt: (id, scope, at) => read((s) => s.versionAt(id, scope, at)),
+    versions: (id, scope, page, output) => read((s) => s.versions(id, scope, page, output)),
+    versionAt: (id, scope, at, output) => read((s) => s.versionAt(id, scope, at, output)),
     update: async (change, edit) => {
       const row = await primary.update(change, edit)
       if (row !== undefined) await wrote()

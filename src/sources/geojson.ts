@@ -30,6 +30,14 @@ export type CheckResult =
 
 const MAX_DETAILS = 100
 
+/**
+ * What an out-of-range position that looks projected (a coordinate of a thousand or more: metres,
+ * not degrees) most likely means: coordinates of another CRS sent without saying which.
+ */
+const projectedHint = (x: number, y: number): string => Math.max(Math.abs(x), Math.abs(y)) >= 1000
+  ? ': these look like projected coordinates (metres); send the header Content-Crs naming their CRS, e.g. Content-Crs: <http://www.opengis.net/def/crs/EPSG/0/28992> (the CRSs served: /collections/sources, crs)'
+  : ''
+
 export function checkRings (rings: number[][][], base: string, details: ErrorDetail[]): void {
   rings.forEach((ring, r) => {
     ring.forEach((pos, p) => {
@@ -39,9 +47,9 @@ export function checkRings (rings: number[][][], base: string, details: ErrorDet
       if (!Number.isFinite(lon) || !Number.isFinite(lat) || (alt !== undefined && !Number.isFinite(alt))) {
         details.push({ pointer: `${base}/${r}/${p}`, message: 'must hold finite numbers' })
       } else if (lon < -180 || lon > 180) {
-        details.push({ pointer: `${base}/${r}/${p}/0`, message: `longitude ${lon} is outside [-180, 180]` })
+        details.push({ pointer: `${base}/${r}/${p}/0`, message: `longitude ${lon} is outside [-180, 180]${projectedHint(lon, lat)}` })
       } else if (lat < -90 || lat > 90) {
-        details.push({ pointer: `${base}/${r}/${p}/1`, message: `latitude ${lat} is outside [-90, 90]` })
+        details.push({ pointer: `${base}/${r}/${p}/1`, message: `latitude ${lat} is outside [-90, 90]${projectedHint(lon, lat)}` })
       }
     })
     const first = ring[0] as number[]

@@ -24,6 +24,8 @@ import { MultiPolygonSchema, PolygonSchema, type AreaInput, type CreateQuery, ty
 import type { VersionsResponse } from './source-feature.schema.js'
 import type { ConflictsById, NewSource, Owner, SourceEdit, SourceRow, VersionRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
+import { CRS84, type Crs, EPSG_PREFIX, inArea } from './crs.js'
+import type { FeatureOutput } from './source-properties.js'
 
 /** A pointer into a one-feature collection (/features/0/…) as one into the feature itself. */
 function unwrap (details: ErrorDetail[] = []): ErrorDetail[] {
@@ -167,6 +169,68 @@ async function refused (store: SourceStore, err: unknown, id: string, scope: Sco
   return rewrap(await explainRejection(err, [source], (s) => store.diagnose(row.organisation, s)))
 }
 
+/** A polygon's rings, and the pointer to its coordinates in the body. */
+interface PlacedRings { rings: number[][][], base: string }
+
+/**
+ * An area's polygons with their pointers, for toCrs84: a Polygon's rings, or each part of a
+ * MultiPolygon (by the coordinates' shape when the type is absent, as PATCH allows). Coordinates
+ * of neither shape are left as they are for the checks that follow, which say what is wrong.
+ */
+export function placedPolygons (geometry: unknown, base: string): PlacedRings[] {
+  const coordinates = isObject(geometry) ? geometry.coordinates : undefined
+  if (Value.Check(PolygonSchema.properties.coordinates, coordinates)) return [{ rings: coordinates, base }]
+  if (Value.Check(MultiPolygonSchema.properties.coordinates, coordinates)) return coordinates.map((rings, k) => ({ rings, base: `${base}/${k}` }))
+  return []
+}
+
+/** A CRS's name in messages: EPSG:28992 (its name), or CRS84. */
+const crsName = (crs: Crs): string => crs.uri.startsWith(EPSG_PREFIX) ? `EPSG:${crs.uri.slice(EPSG_PREFIX.length)} (${crs.name})` : 'CRS84'
+
+/**
+ * Polygons given in `crs` (Content-Crs), made CRS84 in place before POST's checks: the axes put
+ * in PostGIS's order, every position transformed by PostGIS in one statement, and each checked
+ * to lie in the CRS's area of use (422 naming the position). The checks that follow are those of
+ * CRS84 positions, as without the header.
+ */
+export async function toCrs84 (store: SourceStore, crs: Crs | undefined, polygons: PlacedRings[]): Promise<void> {
+  if (crs === undefined || crs.uri === CRS84) return
+  const xs: number[] = []
+  const ys: number[] = []
+  const outside: ErrorDetail[] = []
+  for (const { rings } of polygons) {
+    for (const ring of rings) {
+      for (const pos of ring) {
+        const [a, b] = pos as [number, number]
+        xs.push(crs.northFirst ? b : a)
+        ys.push(crs.northFirst ? a : b)
+      }
+    }
+  }
+  const geographic = crs.srid === 4326
+  // A position thousands of kilometres away is outside any area of use; PROJ need not see it.
+  const absurd = !geographic && xs.some((x, i) => Math.abs(x) > 1e8 || Math.abs(ys[i] as number) > 1e8)
+  const { lon, lat } = geographic || absurd ? { lon: xs, lat: ys } : await store.toLonLat(xs, ys, crs.srid)
+  let i = 0
+  for (const { rings, base } of polygons) {
+    rings.forEach((ring, r) => {
+      ring.forEach((pos, p) => {
+        const [x, y] = [lon[i] as number, lat[i] as number]
+        i++
+        const ok = !absurd && Number.isFinite(x) && Number.isFinite(y) && (geographic ? Math.abs(x) <= 180 && Math.abs(y) <= 90 : inArea(crs, x, y))
+        if (!ok) {
+          const { west, south, east, north } = crs.area
+          if (outside.length < 100) outside.push({ pointer: `${base}/${r}/${p}`, message: `position ${JSON.stringify(pos.slice(0, 2))} is outside the area of use of ${crsName(crs)}: longitude ${west} to ${east}, latitude ${south} to ${north}` })
+          return
+        }
+        pos[0] = x
+        pos[1] = y
+      })
+    })
+  }
+  if (outside.length > 0) throw new ApiError('OUTSIDE_CRS_AREA', summarise(outside), { details: outside })
+}
+
 /** What POST answers: 201 with the ids (`body.id` when one source was created), or 200 for a dry run. */
 export type Created = { status: 200, body: DryRunResponse } | { status: 201, body: CreateResponse }
 
@@ -176,8 +240,9 @@ export type Created = { status: 200, body: DryRunResponse } | { status: 201, bod
  * to answer.
  */
 export async function createSources (
-  store: SourceStore, schemas: AttributeSchemaStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>
+  store: SourceStore, schemas: AttributeSchemaStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>, crs?: Crs
 ): Promise<Created> {
+  if (crs !== undefined) await toCrs84(store, crs, fc.features.flatMap((f, i) => placedPolygons(f.geometry, `/features/${i}/geometry/coordinates`)))
   const checked = checkFeatureCollection(fc, query.id_property)
   if (!checked.ok) throw new ApiError(checked.code, summarise(checked.details), { details: checked.details })
   const schema = await schemas.current(owner.organisation)
@@ -228,7 +293,8 @@ export async function createSources (
  * PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the versions If-Match
  * named (undefined: any; 412/404/410; 409 on a feature id clash).
  */
-export async function replace (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput, idProperty?: string): Promise<SourceRow> {
+export async function replace (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput, idProperty?: string, crs?: Crs): Promise<SourceRow> {
+  if (crs !== undefined) await toCrs84(store, crs, placedPolygons(feature.geometry, '/geometry/coordinates'))
   const source = checkFeature(feature, id, idProperty)
   const schema = await schemas.current(await organisationOf(store, actor, id))
   if (schema !== undefined) {
@@ -250,7 +316,8 @@ export async function replace (store: SourceStore, schemas: AttributeSchemaStore
  * stored source at the versions If-Match named. When the database refuses the result, the stored
  * source is read, the patch merged into it and the whole checked as PUT's body, which says why.
  */
-export async function patch (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown): Promise<SourceRow> {
+export async function patch (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown, crs?: Crs): Promise<SourceRow> {
+  if (crs !== undefined && isObject(body)) await toCrs84(store, crs, placedPolygons(body.geometry, '/geometry/coordinates'))
   const edit = patchEdit(body)
   // Under a declared schema the merged attributes are checked first, then written at the version
   // they were merged into (If-Match: * too), so that what was checked is what is stored.
@@ -315,23 +382,23 @@ export function asOfInstant (text: string): string {
 }
 
 /** GET of one source: the source (404, or 410 for a source the caller's organisation deleted). */
-export async function current (store: SourceStore, scope: Scope, id: string): Promise<SourceRow> {
-  const row = await store.find(id, scope)
+export async function current (store: SourceStore, scope: Scope, id: string, output?: FeatureOutput): Promise<SourceRow> {
+  const row = await store.find(id, scope, output)
   if (row === undefined) throw await missing(store, id, scope)
   return row
 }
 
 /** GET with as_of: the version held then (404 before it existed, 410 after it was deleted). */
-export async function heldAt (store: SourceStore, scope: Scope, id: string, asOf: string): Promise<VersionRow> {
-  const version = await store.versionAt(id, scope, asOfInstant(asOf))
+export async function heldAt (store: SourceStore, scope: Scope, id: string, asOf: string, output?: FeatureOutput): Promise<VersionRow> {
+  const version = await store.versionAt(id, scope, asOfInstant(asOf), output)
   if (version === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id} at ${asOf}.`)
   if (version.operation === 'delete') throw new ApiError('GONE', `Source ${id} had been deleted by ${asOf} (at ${version.recorded_at}).`, { fields: { deleted_at: version.recorded_at, version: version.version } })
   return version
 }
 
 /** A page of a source's versions, newest first; `self` is the URL asked for (the next link keeps its query). */
-export async function versionsPage (store: SourceStore, scope: Scope, id: string, self: URL, limit: number, cursor: string | undefined): Promise<VersionsResponse> {
-  const rows = await store.versions(id, scope, { limit, ...(cursor !== undefined ? { before: Number(cursor) } : {}) })
+export async function versionsPage (store: SourceStore, scope: Scope, id: string, self: URL, limit: number, cursor: string | undefined, output?: FeatureOutput): Promise<VersionsResponse> {
+  const rows = await store.versions(id, scope, { limit, ...(cursor !== undefined ? { before: Number(cursor) } : {}) }, output)
   if (rows.length === 0 && cursor === undefined) throw new ApiError('NOT_FOUND', `No source with id ${id}.`)
   const shown = rows.slice(0, limit)
   const links = [{ href: self.toString(), rel: 'self', type: 'application/json' }]

@@ -48,6 +48,14 @@ function featureSchema (isVersion: boolean, description: string) {
 }
 
 export const SourceFeatureSchema = featureSchema(false, 'A registered source as a GeoJSON Feature (RFC 7946).')
+
+/** A source in a page of items: the properties chosen (properties=; all by default), the geometry null with skipGeometry=true. */
+export const ChosenFeatureSchema = Type.Object({
+  type: Type.Literal('Feature'),
+  id: SourceIdSchema,
+  geometry: Type.Union([AreaOutSchema, Type.Null()]),
+  properties: Type.Partial(propertiesSchema(false))
+}, { additionalProperties: false, description: 'A registered source as a GeoJSON Feature (RFC 7946), its properties those chosen.' })
 export const VersionFeatureSchema = featureSchema(true, 'The source as this version held it (conflicts are not versioned).')
 
 export const SourceOrVersionSchema = Type.Union([SourceFeatureSchema, VersionFeatureSchema], { description: 'The source; with as_of, the version held then.' })

@@ -10,6 +10,7 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import { type RawBuilder, sql } from 'kysely'
 import { isoUtc, stAsGeoJson } from '../db/postgis.js'
 import { FeatureIdSchema, OverlapFields, SourceIdSchema } from '../schemas/primitives.js'
+import type { OutputCrs } from './crs.js'
 
 /** A source's conflicts are listed up to this many, largest overlap first; beyond, a total. */
 export const CONFLICTS_LISTED = 100
@@ -219,23 +220,57 @@ export const conflictSummary = (alias: string): ConflictSummary => ({ list: sql.
 const NO_CONFLICTS: ConflictSummary = { list: sql`NULL::text`, total: sql`NULL::bigint` }
 
 /**
- * The GeoJSON Feature of a row as JSON text made by PostgreSQL, its properties those returned
- * (of a version: those versioned) in the registry's order. GET, items, as_of and versions all
- * send this text as it is: the service reads one column per Feature instead of parsing a row's
- * fields and serialising them again.
+ * What a read asks of its Features: the CRS of the geometry (undefined: CRS84, as stored), the
+ * returned properties it names (undefined: all), and whether the geometry is left out (null).
+ * Each is part of a compiled query's shape (a literal in its SQL), never a parameter.
  */
-export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'version'): RawBuilder<string> {
+export interface FeatureOutput { crs?: OutputCrs, properties?: readonly string[], skipGeometry?: boolean }
+
+/** The returned properties, in the registry's order (of a version: those versioned). */
+export function returnedProperties (isVersion: boolean): Array<[PropertyName, SourceProperty]> {
+  return propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned))
+}
+
+/** The names `properties=` may give: every returned property (RETURNABLE). */
+export const RETURNABLE = returnedProperties(false).map(([name]) => name)
+
+/**
+ * The geometry as GeoJSON text in the output CRS: ST_Transform, then the axes swapped when the
+ * CRS's first axis points north (crs.ts). Options 0: no "crs" member (the Content-Crs header says it).
+ */
+function geometryJson (geom: RawBuilder<unknown>, out: FeatureOutput): RawBuilder<unknown> {
+  if (out.skipGeometry === true) return sql`'null'`
+  if (out.crs === undefined) return stAsGeoJson(geom)
+  const transformed = sql`ST_Transform(${geom}, ${sql.lit(out.crs.srid)})`
+  return sql`ST_AsGeoJSON(${out.crs.northFirst ? sql`ST_FlipCoordinates(${transformed})` : transformed}, 15, 0)`
+}
+
+/**
+ * The GeoJSON Feature of a row as JSON text made by PostgreSQL, its properties those returned
+ * (of a version: those versioned; with out.properties, those it names) in the registry's order.
+ * GET, items, as_of and versions all send this text as it is: the service reads one column per
+ * Feature instead of parsing a row's fields and serialising them again.
+ */
+export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'version', out: FeatureOutput = {}): RawBuilder<string> {
   const isVersion = conflicts === 'version'
   const k = isVersion ? NO_CONFLICTS : conflicts
-  const members = propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned)).map(([name, p], i) => {
-    const json = p.json !== undefined ? p.json(c, k) : jsonOf(p.type, valueOf(name, c))
-    const key = sql.lit(`${i === 0 ? '' : ','}"${name}":`)
-    if (p.returned === 'optional') return sql`coalesce(${key} || ${json}, '')`
-    if (i === 0 && p.returned !== 'always') throw new Error('the first returned property must always be present')
-    return sql`${key} || ${json}`
+  const chosen = returnedProperties(isVersion).filter(([name]) => out.properties === undefined || out.properties.includes(name))
+  const head = sql`'{"type":"Feature","id":' || to_json(${c.id}) || ',"geometry":' || ${geometryJson(c.geom, out)} || ',"properties":{'`
+  const valueJson = ([name, p]: [PropertyName, SourceProperty]) => p.json !== undefined ? p.json(c, k) : jsonOf(p.type, valueOf(name, c))
+  if (chosen.length === 0 || chosen[0]?.[1].returned !== 'always') {
+    // An optional property first (or none): the members joined by concat_ws, which skips those that are null.
+    const members = chosen.map((e) => sql`${sql.lit(`"${e[0]}":`)} || ${valueJson(e)}`)
+    const attributes = attributesInner(c.attributes, out.properties)
+    if (attributes !== undefined) members.push(attributes)
+    if (members.length === 0) return sql<string>`${head} || '}}'`
+    return sql<string>`${head} || concat_ws(',', ${sql.join(members)}) || '}}'`
+  }
+  const members = chosen.map((e, i) => {
+    const key = sql.lit(`${i === 0 ? '' : ','}"${e[0]}":`)
+    return e[1].returned === 'optional' ? sql`coalesce(${key} || ${valueJson(e)}, '')` : sql`${key} || ${valueJson(e)}`
   })
-  return sql<string>`'{"type":"Feature","id":' || to_json(${c.id}) || ',"geometry":' || ${stAsGeoJson(c.geom)}
-    || ',"properties":{' || ${sql.join(members, sql` || `)} || ${attributesText(c.attributes)} || '}}'`
+  const attributes = attributesInner(c.attributes, out.properties)
+  return sql<string>`${head} || ${sql.join(members, sql` || `)}${attributes === undefined ? sql`` : sql` || coalesce(',' || ${attributes}, '')`} || '}}'`
 }
 
 /**
@@ -246,14 +281,19 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(propertiesWhere((p) => p.returned !== false).map(([name]) => name))
 
 /**
- * The attributes' members, after the service's, as JSON text (',' and the object's members, or
- * ''). A name the registry came to return after an attribute of that name was stored is left out:
- * the Feature never holds a name twice.
+ * The attributes' members, after the service's, as JSON text (the object's members without its
+ * braces, NULL when there are none), or undefined when `properties=` names none. A name the
+ * registry came to return after an attribute of that name was stored is left out: the Feature
+ * never holds a name twice. With `properties=`, only the attributes it names.
  */
-function attributesText (attributes: RawBuilder<unknown>): RawBuilder<string> {
-  const kept = sql`(${attributes} - ${sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)}::text[])`
-  // The object's text without its braces ('' when nothing is left), the jsonb computed once.
-  return sql<string>`CASE WHEN ${attributes} = '{}'::jsonb THEN '' ELSE coalesce(nullif(',' || left(substr(${kept}::text, 2), -1), ','), '') END`
+function attributesInner (attributes: RawBuilder<unknown>, chosen: readonly string[] | undefined): RawBuilder<string> | undefined {
+  const named = chosen?.filter((name) => !RESERVED_NAMES.has(name))
+  if (named !== undefined && named.length === 0) return undefined
+  const kept = named === undefined
+    ? sql`(${attributes} - ${sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)}::text[])`
+    : sql`(SELECT coalesce(jsonb_object_agg(a.key, a.value), '{}'::jsonb) FROM jsonb_each(${attributes}) a WHERE a.key = ANY (${sql.lit(`{${named.map((n) => JSON.stringify(n)).join(',')}}`)}::text[]))`
+  // The object's text without its braces (NULL when nothing is left), the jsonb computed once.
+  return sql<string>`CASE WHEN ${attributes} = '{}'::jsonb THEN NULL ELSE nullif(left(substr(${kept}::text, 2), -1), '') END`
 }
 
 /** The JSON Schema format of a property in the schema and queryables documents. */
@@ -280,6 +320,14 @@ export const QUERYABLE_PROPERTIES = Object.fromEntries(propertiesWhere((p) => p.
 
 /** The sortby keys of the items, in the registry's order. */
 export const SORTABLE = propertiesWhere((p) => p.sortable).map(([name]) => name)
+
+/** The sortables document's properties (like the queryables'), each with its title, description and type. */
+export const SORTABLE_PROPERTIES = Object.fromEntries(propertiesWhere((p) => p.sortable).map(([name, p]) =>
+  [name, { title: p.title, description: p.description, ...jsonTypeOf(p), ...formatOf(p) }]))
+
+/** The returnables document's properties: what `properties=` may name. */
+export const RETURNABLE_PROPERTIES = Object.fromEntries(returnedProperties(false).map(([name, p]) =>
+  [name, { title: p.title, description: p.description, ...jsonTypeOf(p), ...formatOf(p) }]))
 
 /** The tile attributes: name, type and how a mark sums it up. */
 export const TILE_PROPERTIES = propertiesWhere((p) => p.tiles !== undefined).map(([name, p]) => ({ name, type: p.type, tiles: p.tiles as NonNullable<SourceProperty['tiles']>, description: p.description }))

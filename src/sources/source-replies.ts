@@ -10,10 +10,29 @@ import { etagOf } from './source-feature.js'
 import { SourceFeatureSchema } from './source-feature.schema.js'
 import type { SourceRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
+import { type Crs, type CrsCatalogue, crsHeader, outputOf } from './crs.js'
+import { ApiError } from '../errors.js'
 
 const GEOJSON = 'application/geo+json'
 
 export const ETAG_HEADER = headerDoc('W/"<version>": the version of the source this is (If-Match and If-None-Match take it).')
+export const CONTENT_CRS_HEADER = headerDoc('The CRS of the coordinates, as <URI> (OGC API – Features Part 2): the crs asked for, CRS84 by default.')
+
+/**
+ * The CRS a write's Content-Crs names (OGC API – Features Part 2), undefined without one (CRS84);
+ * 400 listing those served for one that is not.
+ */
+export function contentCrsOf (request: FastifyRequest, catalogue: CrsCatalogue): Crs | undefined {
+  const given = request.headers['content-crs']
+  if (given === undefined) return undefined
+  const header = Array.isArray(given) ? given.join(',') : given
+  const crs = catalogue.find(header)
+  if (crs === undefined) {
+    const details = [{ pointer: '/headers/content-crs', message: catalogue.unknown(header) }]
+    throw new ApiError('VALIDATION_FAILED', `Content-Crs ${details[0]?.message ?? ''}`, { details })
+  }
+  return crs
+}
 /** PUT's and PATCH's answer: the source as GET returns it. */
 export const CHANGED = sentAs(GEOJSON, SourceFeatureSchema, 'The source as changed (as GET returns it).', { ETag: ETAG_HEADER })
 export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
@@ -27,13 +46,15 @@ export const versionsOf = (request: FastifyRequest, required: boolean): number[]
  * GET of one source: the Feature with its ETag (304 when If-None-Match names it), 404 or 410;
  * with as_of, the version held then (404 before it existed, 410 after it was deleted).
  */
-export async function sendRead (store: SourceStore, request: FastifyRequest, reply: FastifyReply, id: string, asOf: string | undefined): Promise<FastifyReply> {
+export async function sendRead (store: SourceStore, request: FastifyRequest, reply: FastifyReply, id: string, asOf: string | undefined, crs?: Crs): Promise<FastifyReply> {
   const scope = request.account.scope
+  const output = crs === undefined ? undefined : { crs: outputOf(crs) }
+  if (crs !== undefined) void reply.header('content-crs', crsHeader(crs))
   if (asOf !== undefined) {
-    const version = await heldAt(store, scope, id, asOf)
+    const version = await heldAt(store, scope, id, asOf, output)
     return reply.header('etag', etagOf(version.version)).type(GEOJSON).send(version.feature)
   }
-  const row = await current(store, scope, id)
+  const row = await current(store, scope, id, output)
   void reply.header('etag', etagOf(row.version))
   if (notModified(request.headers['if-none-match'], row.version)) return reply.code(304).send()
   return reply.type(GEOJSON).send(row.feature)

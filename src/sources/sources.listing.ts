@@ -6,11 +6,23 @@ import { type Compilable, type RawBuilder, sql } from 'kysely'
 import type { Db, Scope } from '../db/database.js'
 import { isoUtc } from '../db/postgis.js'
 import { INNER_MARGIN, type SearchBox } from './search-box.js'
-import { FILTER_SHAPE_KEYS, type FilterExpr, filterSql, hasSpatial } from './filter.sql.js'
-import { conflictSummary, conflictsJoin, featureText, property, sourceRow, valueOf } from './source-properties.js'
+import { FILTER_SHAPE_KEYS, type FilterExpr, attributeValue, filterSql, hasSpatial } from './filter.sql.js'
+import type { AttributeType } from './attribute-schemas.js'
+import { type FeatureOutput, conflictSummary, conflictsJoin, featureText, property, sourceRow, valueOf } from './source-properties.js'
 
 /** A sortable property's name (source-properties.ts SORTABLE). */
 export type SortField = string
+
+/**
+ * One key of an order; a listing's order always ends with id (its last key), so that it is total.
+ * With `as`, the key is a declared attribute of that type (its index's expression), which may be
+ * NULL: NULL sorts after every value ascending and before them descending (PostgreSQL's default,
+ * the order its expression index is read in), and the keyset condition says so (afterPosition).
+ */
+export interface SortKey { field: SortField, descending: boolean, as?: AttributeType }
+
+/** A cursor's position: the sort values of all keys but id (null: an attribute's NULL). */
+export type SortValues = Array<string | null>
 
 /** The `sources` relation of a listing's queries. */
 const ROW = sourceRow('sources')
@@ -23,23 +35,42 @@ export interface ListFilter {
   organisation?: string
   /** A CQL2 filter, checked (features/filters/cql2.ts), and the queryables given as parameters (features.query.ts). */
   expr?: FilterExpr
+  /** A bbox in a projected CRS (bbox-crs): its corners in x = east, y = north of that CRS's SRID. */
+  projectedBox?: { srid: number, minX: number, minY: number, maxX: number, maxY: number }
 }
 
 export interface ListPage {
-  sort: { field: SortField, descending: boolean }
-  /** The sort value and id of the last row already seen. */
-  after?: { value: string, id: string }
+  /** The order: keys, the last of them id (sortOrder). */
+  sort: SortKey[]
+  /** The sort values (all keys but id) and id of the last row already seen. */
+  after?: { values: SortValues, id: string }
   limit: number
 }
 
-/** One listing query: who asks, what matches, which page; `cap` bounds numberMatched. */
-export interface ListInput { scope: Scope, filter: ListFilter, page: ListPage, cap: number }
+/** One listing query: who asks, what matches, which page, how its Features are written; `cap` bounds numberMatched. */
+export interface ListInput { scope: Scope, filter: ListFilter, page: ListPage, cap: number, output?: FeatureOutput }
 
-/** The keys of a ListInput whose (string) values decide the SQL text rather than being parameters. */
-export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field', ...FILTER_SHAPE_KEYS]
+/** The keys of a ListInput whose values decide the SQL text rather than being parameters (the output's CRS and properties among them). */
+export const LIST_INPUT_SHAPE_KEYS = ['scope', 'field', 'srid', 'properties', ...FILTER_SHAPE_KEYS]
+
+/**
+ * The order of `keys` made total: the keys up to id, then id (in the last key's direction, or
+ * ascending when none is given). Keys after id change nothing, so they are dropped.
+ */
+export function sortOrder (keys: readonly SortKey[]): SortKey[] {
+  const upToId = keys.findIndex((k) => k.field === 'id')
+  if (upToId >= 0) return keys.slice(0, upToId + 1)
+  return [...keys, { field: 'id', descending: keys.at(-1)?.descending ?? false }]
+}
 
 /** The SQL type of a sort key, which a cursor's value is cast to. */
-const SORT_CASTS: Record<string, RawBuilder<unknown>> = { string: sql`::text`, timestamp: sql`::timestamptz`, integer: sql`::int8`, number: sql`::float8` }
+const SORT_CASTS: Record<string, RawBuilder<unknown>> = { string: sql`::text`, timestamp: sql`::timestamptz`, integer: sql`::int8`, number: sql`::float8`, boolean: sql`::boolean` }
+
+/** A sort key's type: its property's, or its declared attribute's. */
+export const keyType = (k: SortKey): string => k.as ?? property(k.field).type
+
+/** A sort key's value in a row of `sources`. */
+const keyValue = (k: SortKey): RawBuilder<unknown> => k.as !== undefined ? attributeValue({ attribute: k.field, as: k.as }, ROW.attributes) : k.field === 'id' ? sql.ref('id') : valueOf(k.field, ROW)
 
 /**
  * A page of a listing as one row: its Features as JSON text joined by commas (null when none),
@@ -51,14 +82,21 @@ export interface ListedPage {
   features: string | null
   returned: string
   more: boolean
-  last_sort_value: string | null
+  /** The last one's sort values (all keys but id) as a JSON array of strings. */
+  last_sort_values: string | null
   last_id: string | null
 }
 
 /** A sort key's value as a cursor keeps it: the API's own string for it. */
-function sortValue (field: SortField): RawBuilder<string> {
-  const value = valueOf(field, ROW)
-  return property(field).type === 'timestamp' ? isoUtc(value) : sql<string>`(${value})::text`
+function sortValue (k: SortKey): RawBuilder<string> {
+  const value = keyValue(k)
+  return keyType(k) === 'timestamp' ? isoUtc(value) : sql<string>`(${value})::text`
+}
+
+/** The sort values of a row (all keys but id) as JSON text: what a cursor keeps. */
+function sortValues (page: ListPage): RawBuilder<string> {
+  const keys = page.sort.slice(0, -1)
+  return keys.length === 0 ? sql<string>`'[]'::text` : sql<string>`json_build_array(${sql.join(keys.map(sortValue))})::text`
 }
 
 function envelope (west: unknown, south: unknown, east: unknown, north: unknown, margin = 0) {
@@ -86,24 +124,68 @@ function filtered (db: Db, scope: Scope, filter: ListFilter) {
     q = q.where(sql<boolean>`period && tstzrange(${datetime.from ?? null}::timestamptz, ${datetime.to ?? null}::timestamptz, '[]')`)
   }
   if (filter.expr !== undefined) q = q.where(filterSql(filter.expr, intersectsBox))
+  const box = filter.projectedBox
+  if (box !== undefined) {
+    // The box is drawn in its own CRS, its edges densified (64 points a side) so that their curve
+    // in longitude/latitude is followed, then transformed: the query's shape, never the column.
+    const projected = sql`ST_Transform(ST_Segmentize(ST_MakeEnvelope(${box.minX}::float8, ${box.minY}::float8, ${box.maxX}::float8, ${box.maxY}::float8, ${box.srid}::int),
+      greatest(${box.maxX}::float8 - ${box.minX}::float8, ${box.maxY}::float8 - ${box.minY}::float8) / 64), 4326)`
+    q = q.where(sql<boolean>`(geom && ${projected} AND ST_Intersects(geom, ${projected}))`)
+  }
   return q
 }
 
-function pageOrder (page: ListPage) {
-  const key = valueOf(page.sort.field, ROW)
-  const direction = page.sort.descending ? sql`DESC` : sql`ASC`
-  return { key, direction }
+const directionOf = (k: SortKey) => k.descending ? sql`DESC` : sql`ASC`
+
+/** The sort keys but id, as the columns sort_0, sort_1, … of the chosen ids. */
+const sortColumns = (page: ListPage) => page.sort.slice(0, -1).map((k, i) => keyValue(k).as(`sort_${i}`))
+
+/** ORDER BY of the listing's rows: each key's value, then id. */
+const rowOrder = (page: ListPage) => sql.join(page.sort.map((k) => sql`${keyValue(k)} ${directionOf(k)}`))
+
+/**
+ * ORDER BY over the chosen ids (`sort_0`, …, `id`) of a page, with `prefix` their relation's
+ * name and dot. Sorted by id alone, the order is id's, which matches the order the rows come in.
+ */
+function keyOrder (prefix: '' | 'page.', { sort }: ListPage): RawBuilder<unknown> {
+  return sql.join(sort.map((k, i) => sql`${sql.raw(`${prefix}${i === sort.length - 1 ? 'id' : `sort_${i}`}`)} ${directionOf(k)}`))
 }
 
 /**
- * ORDER BY over the chosen ids (`sort_key`, `id`) of a page, with `prefix` their relation's
- * name and dot. Sorted by id, sort_key is id under another name, which PostgreSQL does not see:
- * the order is then written as id alone, so that it matches the order the rows come in.
+ * The rows after a cursor's position in the page's order. All keys in one direction: one row
+ * comparison, which an index on the keys serves; mixed directions: the expanded form
+ * (k1 > v1 OR k1 = v1 AND (k2 < v2 OR …)).
  */
-function keyOrder (prefix: '' | 'page.', { sort }: ListPage): RawBuilder<unknown> {
-  const direction = sort.descending ? sql`DESC` : sql`ASC`
-  const [sortKey, id] = [sql.raw(`${prefix}sort_key`), sql.raw(`${prefix}id`)]
-  return sort.field === 'id' ? sql`${id} ${direction}` : sql`${sortKey} ${direction}, ${id} ${direction}`
+function afterPosition (page: ListPage, after: { values: SortValues, id: string }): RawBuilder<boolean> {
+  const terms = page.sort.map((k, i) => {
+    const isId = i === page.sort.length - 1
+    const v = isId ? after.id : after.values[i] ?? null
+    const value = isId ? sql`${after.id}::text` : sql`${v}${SORT_CASTS[keyType(k)] ?? sql``}`
+    return { column: keyValue(k), value, descending: k.descending, nullable: k.as !== undefined, isNull: v === null }
+  })
+  const first = terms[0]
+  if (first !== undefined && terms.every((t) => t.descending === first.descending && !t.nullable)) {
+    const columns = sql.join(terms.map((t) => t.column))
+    const values = sql.join(terms.map((t) => t.value))
+    return first.descending ? sql<boolean>`(${columns}) < (${values})` : sql<boolean>`(${columns}) > (${values})`
+  }
+  let condition: RawBuilder<boolean> = sql<boolean>`false`
+  for (const t of [...terms].reverse()) {
+    if (!t.nullable) {
+      const beyond = t.descending ? sql`${t.column} < ${t.value}` : sql`${t.column} > ${t.value}`
+      condition = sql<boolean>`(${beyond} OR (${t.column} = ${t.value} AND ${condition}))`
+    } else if (t.isNull) {
+      // NULL is the last value ascending, the first descending.
+      condition = t.descending
+        ? sql<boolean>`(${t.column} IS NOT NULL OR ${condition})`
+        : sql<boolean>`(${t.column} IS NULL AND ${condition})`
+    } else {
+      condition = t.descending
+        ? sql<boolean>`(${t.column} < ${t.value} OR (${t.column} = ${t.value} AND ${condition}))`
+        : sql<boolean>`(${t.column} > ${t.value} OR ${t.column} IS NULL OR (${t.column} = ${t.value} AND ${condition}))`
+    }
+  }
+  return condition
 }
 
 /** LIMIT n + 1 with n a parameter (the extra row says there is more). */
@@ -114,16 +196,10 @@ const plusOne = (n: number) => sql<number>`${n}::int8 + 1`
  * says there is a next page) and only their rows are formatted: GeoJSON and dates are not made
  * for the thousands of matches a sort passes over.
  */
-export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
-  const { key, direction } = pageOrder(page)
-  let ids = filtered(db, scope, filter).select(['id', key.as('sort_key')])
+export function listPageQuery (db: Db, { scope, filter, page, output }: ListInput) {
+  let ids = filtered(db, scope, filter).select(['id', ...sortColumns(page)])
   const after = page.after
-  if (after !== undefined) {
-    const cast = SORT_CASTS[property(page.sort.field).type]
-    ids = page.sort.descending
-      ? ids.where(sql<boolean>`(${key}, id) < (${after.value}${cast}, ${after.id}::text)`)
-      : ids.where(sql<boolean>`(${key}, id) > (${after.value}${cast}, ${after.id}::text)`)
-  }
+  if (after !== undefined) ids = ids.where(afterPosition(page, after))
   // The constant bound lets the generic plan of this prepared statement know that the page is
   // small (the limit is a parameter it cannot see): without it, it joins the page to `sources`
   // by a hash over a sequential scan of the whole table.
@@ -131,9 +207,9 @@ export function listPageQuery (db: Db, { scope, filter, page }: ListInput) {
   // outer LIMIT stops the scan after limit + 1 rows. Written as ORDER BY sort_key, id when
   // sorting by id, it would sort all of them (up to 10,001) whenever it expected few rows, as
   // for the rows after a cursor in one organisation (test/sources/list-plan.test.ts).
-  const bounded = ids.orderBy(sql`${key} ${direction}, id ${direction}`).limit(sql.lit(PAGE_ROWS_MAX))
+  const bounded = ids.orderBy(rowOrder(page)).limit(sql.lit(PAGE_ROWS_MAX))
   const chosen = sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})`
-  return compilable(db, aggregatedPage(pageSources(chosen, page), page))
+  return compilable(db, aggregatedPage(pageSources(chosen, page), page, output))
 }
 
 /** No page reads more rows than this: a limit of at most 10,000 (MAX_LIMIT), and one more. */
@@ -150,12 +226,12 @@ function pageSources (page: RawBuilder<unknown>, listPage: ListPage) {
 }
 
 /** A page's sources (pageSources) as one ListedPage; the extra row only says there is more. */
-function aggregatedPage (rows: RawBuilder<unknown>, page: ListPage, more: RawBuilder<unknown> = sql``) {
+function aggregatedPage (rows: RawBuilder<unknown>, page: ListPage, output: FeatureOutput | undefined, more: RawBuilder<unknown> = sql``) {
   const shown = sql`sources.n <= ${page.limit}`
   const lastOf = (value: RawBuilder<string>) => sql`(array_agg(${value} ORDER BY sources.n DESC) FILTER (WHERE ${shown}))[1]`
-  return sql<ListedPage>`SELECT string_agg(${featureText(ROW, conflictSummary('conflicts'))}, ',' ORDER BY sources.n) FILTER (WHERE ${shown}) AS features,
+  return sql<ListedPage>`SELECT string_agg(${featureText(ROW, conflictSummary('conflicts'), output)}, ',' ORDER BY sources.n) FILTER (WHERE ${shown}) AS features,
     count(*) FILTER (WHERE ${shown}) AS returned, count(*) > ${page.limit} AS more,
-    ${lastOf(sortValue(page.sort.field))} AS last_sort_value, ${lastOf(sql`sources.id`)} AS last_id${more}
+    ${lastOf(sortValues(page))} AS last_sort_values, ${lastOf(sql`sources.id`)} AS last_id${more}
     FROM (${rows}) AS sources ${conflictsJoin(ROW.id, 'conflicts')}`
 }
 
@@ -170,12 +246,11 @@ export function countQuery (db: Db, { scope, filter, cap }: ListInput) {
  * found once, counted, and the page is chosen among them. The exact spatial test reads every
  * match's row anyway, so this is one spatial scan instead of two.
  */
-export function countedPageQuery (db: Db, { scope, filter, page, cap }: ListInput) {
-  const { key } = pageOrder(page)
-  const matches = filtered(db, scope, filter).select(['id', key.as('sort_key')]).limit(plusOne(cap))
+export function countedPageQuery (db: Db, { scope, filter, page, cap, output }: ListInput) {
+  const matches = filtered(db, scope, filter).select(['id', ...sortColumns(page)]).limit(plusOne(cap))
   return compilable(db, sql<ListedPage & { matched: string }>`WITH matches AS MATERIALIZED (${matches}),
-    page AS (SELECT id, sort_key FROM matches ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})
-    ${aggregatedPage(pageSources(sql`page`, page), page, sql`, (SELECT count(*) FROM matches) AS matched`)}`)
+    page AS (SELECT * FROM matches ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})
+    ${aggregatedPage(pageSources(sql`page`, page), page, output, sql`, (SELECT count(*) FROM matches) AS matched`)}`)
 }
 
 /** Runs a listing query built by one of the functions above (sources.store.ts compiles each once per shape). */
@@ -195,7 +270,7 @@ export async function listSources (run: RunListing, input: ListInput): Promise<L
  */
 export async function listFirstSources (run: RunListing, input: ListInput): Promise<{ page: ListedPage, matched: number | undefined }> {
   const { filter, cap } = input
-  if (filter.boxes === undefined && (filter.expr === undefined || !hasSpatial(filter.expr))) {
+  if (filter.boxes === undefined && filter.projectedBox === undefined && (filter.expr === undefined || !hasSpatial(filter.expr))) {
     const page = await listSources(run, input)
     if (!page.more) return { page, matched: Number(page.returned) }
     const n = Number((await run(countQuery, input))[0]?.n)

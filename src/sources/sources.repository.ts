@@ -10,7 +10,7 @@ import type { Database, Db, Scope } from '../db/database.js'
 import { type Area, areasEwkb, multiPolygonEwkb } from '../db/ewkb.js'
 import { isoUtc, rangeLower, rangeUpper } from '../db/postgis.js'
 import type { ValidFeature } from './geojson.js'
-import { conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
+import { type FeatureOutput, conflictSummary, conflictsJoin, featureText, sourceRow, versionRow } from './source-properties.js'
 
 /** A checked feature with the id the service gave it. */
 export interface NewSource extends ValidFeature { id: string }
@@ -178,8 +178,8 @@ export async function diagnoseSources (db: Db, organisation: string, sources: Ne
 const compilable = <O>(db: Db, query: RawBuilder<O>): Compilable<O> => ({ compile: () => query.compile(db) })
 
 /** The sources with these ids, whatever their organisation (the caller checks the scope), each with its Feature text. */
-export function selectSourcesByIds (db: Db, ids: string[]) {
-  return compilable(db, sql<SourceRow>`SELECT s.id, s.organisation, s.version, ${featureText(sourceRow('s'), conflictSummary('k'))} AS feature
+export function selectSourcesByIds (db: Db, ids: string[], output: FeatureOutput = {}) {
+  return compilable(db, sql<SourceRow>`SELECT s.id, s.organisation, s.version, ${featureText(sourceRow('s'), conflictSummary('k'), output)} AS feature
     FROM sources AS s ${conflictsJoin(sql.ref('s.id'), 'k')} WHERE s.id = any(${ids}::text[])`)
 }
 
@@ -315,24 +315,37 @@ export interface VersionRow {
   feature: string
 }
 
-const versionColumns = sql`s.source_id AS id, s.version, s.operation, ${isoUtc(sql`s.recorded_at`)} AS recorded_at, s.recorded_by,
-  ${featureText(versionRow('s'), 'version')} AS feature`
+const versionColumns = (output: FeatureOutput) => sql`s.source_id AS id, s.version, s.operation, ${isoUtc(sql`s.recorded_at`)} AS recorded_at, s.recorded_by,
+  ${featureText(versionRow('s'), 'version', output)} AS feature`
 
 /** The versions of a source visible in the scope, newest first, below version `before` when given; limit + 1 of them. */
-export async function findVersions (db: Db, id: string, scope: Scope, page: { limit: number, before?: number }): Promise<VersionRow[]> {
+export async function findVersions (db: Db, id: string, scope: Scope, page: { limit: number, before?: number }, output: FeatureOutput = {}): Promise<VersionRow[]> {
   const before = page.before === undefined ? sql`true` : sql`s.version < ${page.before}::int`
-  const { rows } = await sql<VersionRow>`SELECT ${versionColumns} FROM source_versions AS s
+  const { rows } = await sql<VersionRow>`SELECT ${versionColumns(output)} FROM source_versions AS s
     WHERE s.source_id = ${id} AND ${scoped(scope)} AND ${before}
     ORDER BY s.version DESC LIMIT ${page.limit + 1}::int`.execute(db)
   return rows
 }
 
 /** The version of a source held at an instant (a deletion when it was deleted by then), if it existed. */
-export async function findVersionAt (db: Db, id: string, scope: Scope, at: string): Promise<VersionRow | undefined> {
-  const { rows } = await sql<VersionRow>`SELECT ${versionColumns} FROM source_versions AS s
+export async function findVersionAt (db: Db, id: string, scope: Scope, at: string, output: FeatureOutput = {}): Promise<VersionRow | undefined> {
+  const { rows } = await sql<VersionRow>`SELECT ${versionColumns(output)} FROM source_versions AS s
     WHERE s.source_id = ${id} AND ${scoped(scope)} AND s.recorded_at <= ${at}::timestamptz
     ORDER BY s.version DESC LIMIT 1`.execute(db)
   return rows[0]
+}
+
+/**
+ * Positions given in a CRS (x = east, y = north, as PostGIS takes them) in longitude, latitude
+ * (CRS84), transformed by PostGIS in one statement, in order. ST_Transform works position by
+ * position, so transforming the points is transforming the polygons they make.
+ */
+export async function positionsToLonLat (db: Db, xs: number[], ys: number[], srid: number): Promise<{ lon: number[], lat: number[] }> {
+  const { rows } = await sql<{ lon: number[] | null, lat: number[] | null }>`
+    SELECT array_agg(ST_X(p) ORDER BY t.ord) AS lon, array_agg(ST_Y(p) ORDER BY t.ord) AS lat
+    FROM unnest(${xs}::float8[], ${ys}::float8[]) WITH ORDINALITY AS t(x, y, ord)
+    CROSS JOIN LATERAL ST_Transform(ST_SetSRID(ST_MakePoint(t.x, t.y), ${srid}::int), 4326) AS p`.execute(db)
+  return { lon: rows[0]?.lon ?? [], lat: rows[0]?.lat ?? [] }
 }
 
 /**

@@ -21,9 +21,10 @@ import { SourceOrVersionSchema, VersionsResponseSchema } from './source-feature.
 import type { SourceStore } from './sources.store.js'
 import type { AttributeSchemaStore } from './attribute-schemas.store.js'
 import { createSources, patch, remove, replace, versionsPage } from './source-changes.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf } from './source-replies.js'
+import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from './source-replies.js'
+import type { CrsCatalogue } from './crs.js'
 
-const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, schemas: AttributeSchemaStore }> = async (app, { config, store, schemas }) => {
+const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, schemas: AttributeSchemaStore, catalogue: CrsCatalogue }> = async (app, { config, store, schemas, catalogue }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
@@ -47,7 +48,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
     }
   }, async (request, reply) => {
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, schemas, { organisation, accountId }, request.body, request.query, config.CONFLICT_POLICY)
+    const created = await createSources(store, schemas, { organisation, accountId }, request.body, request.query, config.CONFLICT_POLICY, contentCrsOf(request, catalogue))
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `/sources/?id=${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -98,7 +99,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, request.query.id_property)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, request.query.id_property, contentCrsOf(request, catalogue))))
 
   app.patch('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -112,7 +113,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body)))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
 
   app.delete('/sources', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

@@ -11,13 +11,15 @@ import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/co
 import {
   type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
   changeValues, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
-  selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
+  positionsToLonLat, selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
 import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
+import type { FeatureOutput } from './source-properties.js'
 
 export interface SourceStore {
-  find: (id: string, scope: Scope) => Promise<SourceRow | undefined>
+  /** With an output (another CRS), its Feature written so (compiled once per output, not batched). */
+  find: (id: string, scope: Scope, output?: FeatureOutput) => Promise<SourceRow | undefined>
   /** Stores the sources and answers their conflicts as recorded by the database. */
   insert: (insert: SourceInsert) => Promise<ConflictsById>
   /**
@@ -39,9 +41,11 @@ export interface SourceStore {
   /** When a deleted source was deleted, and the version its deletion is. */
   deletion: (id: string, scope: Scope) => Promise<{ deleted_at: string, version: number } | undefined>
   /** Its versions, newest first (findVersions). */
-  versions: (id: string, scope: Scope, page: { limit: number, before?: number }) => Promise<VersionRow[]>
+  versions: (id: string, scope: Scope, page: { limit: number, before?: number }, output?: FeatureOutput) => Promise<VersionRow[]>
   /** The version held at an instant (findVersionAt). */
-  versionAt: (id: string, scope: Scope, at: string) => Promise<VersionRow | undefined>
+  versionAt: (id: string, scope: Scope, at: string, output?: FeatureOutput) => Promise<VersionRow | undefined>
+  /** Positions in a CRS (x east, y north) as longitude, latitude (positionsToLonLat). */
+  toLonLat: (xs: number[], ys: number[], srid: number) => Promise<{ lon: number[], lat: number[] }>
   /** A page of a listing (listSources). */
   list: (input: ListInput) => Promise<ListedPage>
   /** A first page and numberMatched (listFirstSources). */
@@ -61,6 +65,15 @@ export interface Batching {
 }
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
+/** GET by id in another output (a CRS): compiled once per output; the outputs are the few CRSs served. */
+const selectByIdsIn = new Map<string, (p: { ids: string[] }) => CompiledQuery<SourceRow>>()
+function selectByIdsOutput (output: FeatureOutput): (p: { ids: string[] }) => CompiledQuery<SourceRow> {
+  const key = JSON.stringify(output)
+  let compiled = selectByIdsIn.get(key)
+  if (compiled === undefined) selectByIdsIn.set(key, compiled = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids, output)))
+  return compiled
+}
+const isDefault = (output: FeatureOutput | undefined): boolean => output === undefined || (output.crs === undefined && output.properties === undefined && output.skipGeometry !== true)
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
 const changePlaceholders: ChangeValues = { id: placeholder('id'), scope: placeholder('scope') as ChangeValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by') }
 const updateOne = compileOnce<UpdateValues, { id: string }>({
@@ -137,7 +150,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
 
   const run = compiledListing(db)
   return {
-    find: async (id, scope) => visibleIn(await find(id), scope),
+    find: async (id, scope, output) => visibleIn(isDefault(output) ? await find(id) : (await db.executeQuery(selectByIdsOutput(output ?? {})({ ids: [id] }))).rows[0], scope),
     insert,
     insertIf: (one, keep) => insertSourcesIf(db, one, keep),
     diagnose: (organisation, sources) => diagnoseSources(db, organisation, sources),
@@ -148,8 +161,9 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     delete: async (change) => (await db.executeQuery(deleteOne(changeValues(change)))).rows[0]?.version,
     version: (id, scope) => findVersion(db, id, scope),
     deletion: (id, scope) => findDeletion(db, id, scope),
-    versions: (id, scope, page) => findVersions(db, id, scope, page),
-    versionAt: (id, scope, at) => findVersionAt(db, id, scope, at),
+    versions: (id, scope, page, output) => findVersions(db, id, scope, page, output),
+    versionAt: (id, scope, at, output) => findVersionAt(db, id, scope, at, output),
+    toLonLat: (xs, ys, srid) => positionsToLonLat(db, xs, ys, srid),
     list: (input) => listSources(run, input),
     listFirst: (input) => listFirstSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),

@@ -20,14 +20,14 @@ t.test('a placeholder hidden inside an expression is refused when compiling', as
 
 t.test('compileByShape: one compiled query per shape, the same SQL and parameters as building it each time', async (t) => {
   const { compileByShape, shapeOf } = await import('../../src/db/compiled-query.js')
-  const { LIST_INPUT_SHAPE_KEYS, countedPageQuery, listPageQuery } = await import('../../src/sources/sources.listing.js')
+  const { LIST_INPUT_SHAPE_KEYS, countedPageQuery, listPageQuery, sortOrder } = await import('../../src/sources/sources.listing.js')
   const { searchBoxes } = await import('../../src/sources/search-box.js')
   const inputs = [
-    { scope: { organisation: 'org-a' }, filter: { boxes: searchBoxes(1, 2, 3, 4) }, page: { sort: { field: 'id' as const, descending: false }, limit: 100 }, cap: 1000 },
-    { scope: { organisation: 'org-b' }, filter: { boxes: searchBoxes(5, 6, 7, 8) }, page: { sort: { field: 'id' as const, descending: false }, limit: 7 }, cap: 1000 },
-    { scope: 'all' as const, filter: { boxes: searchBoxes(170, 0, -170, 1), conflict: true }, page: { sort: { field: 'start_at' as const, descending: true }, limit: 7 }, cap: 10 },
-    { scope: 'all' as const, filter: { boxes: searchBoxes(0, 0, 0.0001, 1) }, page: { sort: { field: 'id' as const, descending: false }, limit: 7 }, cap: 10 },
-    { scope: { organisation: 'org-a' }, filter: { datetime: { from: '2024-01-01T00:00:00Z' }, featureId: 'f-1' }, page: { sort: { field: 'created_at' as const, descending: false }, after: { value: '2024-01-01T00:00:00Z', id: 'src_1' }, limit: 7 }, cap: 10 }
+    { scope: { organisation: 'org-a' }, filter: { boxes: searchBoxes(1, 2, 3, 4) }, page: { sort: sortOrder([{ field: 'id', descending: false }]), limit: 100 }, cap: 1000 },
+    { scope: { organisation: 'org-b' }, filter: { boxes: searchBoxes(5, 6, 7, 8) }, page: { sort: sortOrder([{ field: 'id', descending: false }]), limit: 7 }, cap: 1000 },
+    { scope: 'all' as const, filter: { boxes: searchBoxes(170, 0, -170, 1), conflict: true }, page: { sort: sortOrder([{ field: 'start_at', descending: true }]), limit: 7 }, cap: 10 },
+    { scope: 'all' as const, filter: { boxes: searchBoxes(0, 0, 0.0001, 1) }, page: { sort: sortOrder([{ field: 'id', descending: false }]), limit: 7 }, cap: 10 },
+    { scope: { organisation: 'org-a' }, filter: { datetime: { from: '2024-01-01T00:00:00Z' }, featureId: 'f-1' }, page: { sort: sortOrder([{ field: 'created_at', descending: false }]), after: { values: ['2024-01-01T00:00:00Z'], id: 'src_1' }, limit: 7 }, cap: 10 }
   ]
   t.equal(shapeOf(inputs[0], LIST_INPUT_SHAPE_KEYS).shape, shapeOf(inputs[1], LIST_INPUT_SHAPE_KEYS).shape, 'other values, the same shape')
   t.not(shapeOf(inputs[0], LIST_INPUT_SHAPE_KEYS).shape, shapeOf(inputs[3], LIST_INPUT_SHAPE_KEYS).shape, 'a box too thin for the shortcut is another shape')

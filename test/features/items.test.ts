@@ -7,6 +7,7 @@ import { Value } from '@sinclair/typebox/value'
 import { SourceFeatureSchema } from '../../src/sources/source-feature.schema.js'
 import { CollectionSchema, ConformanceSchema, LandingSchema } from '../../src/features/features.schema.js'
 import { parseItemsQuery } from '../../src/features/features.query.js'
+import { crsCatalogue } from '../../src/sources/crs.js'
 import { propertiesWhere } from '../../src/sources/source-properties.js'
 import { backend, build, collection, expectError, feature, session } from '../helper.js'
 
@@ -65,7 +66,7 @@ t.test('landing page and conformance: no token, the links GIS clients need', asy
   t.match(openapi.headers["content-type"], /^application\/vnd\.oai\.openapi\+json; ?version="?3\.0/)
   const params = (openapi.json().paths['/collections/sources/items'].get.parameters as Array<{ name: string }>).map((p) => p.name).sort()
   const queryables = propertiesWhere((p) => p.queryable && p.type !== 'geometry').map(([name]) => name)
-  t.same(params, ['bbox', 'cursor', 'datetime', 'f', 'filter', 'filter-crs', 'filter-lang', 'limit', 'organisation', 'sortby', ...queryables].sort(), 'the OpenAPI document names every parameter, each queryable\'s too')
+  t.same(params, ['bbox', 'bbox-crs', 'crs', 'cursor', 'datetime', 'f', 'filter', 'filter-crs', 'filter-lang', 'limit', 'organisation', 'properties', 'skipGeometry', 'sortby', ...queryables].sort(), 'the OpenAPI document names every parameter, each queryable\'s too')
 })
 
 t.test('collections need a token; the extent is of the caller\'s own sources', async (t) => {
@@ -196,16 +197,16 @@ t.test('every bad value is a 400 naming its parameter, never a 500; limits clamp
   const dated = (await get('/collections/sources/items?limit=2&sortby=start_at')).json() as Page
   const body = JSON.parse(Buffer.from(new URL(dated.links.find((l) => l.rel === 'next')?.href as string).searchParams.get('cursor') as string, 'base64url').toString())
   for (const v of ['2024-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '2024-13-45T25:61:61Z', '2024-01-01T24:00:00Z']) {
-    const forged = Buffer.from(JSON.stringify({ ...body, v })).toString('base64url')
+    const forged = Buffer.from(JSON.stringify({ ...body, v: [v] })).toString('base64url')
     const res = expectError(t, await get(`/collections/sources/items?limit=2&sortby=start_at&cursor=${forged}`), 400, 'VALIDATION_FAILED')
     t.equal(res.details?.[0]?.pointer, '?cursor', `${v}: names ?cursor`)
   }
-  const wellForged = Buffer.from(JSON.stringify({ ...body, v: '2024-01-01T00:00:00Z' })).toString('base64url')
+  const wellForged = Buffer.from(JSON.stringify({ ...body, v: ['2024-01-01T00:00:00Z'] })).toString('base64url')
   t.equal((await get(`/collections/sources/items?limit=2&sortby=start_at&cursor=${wellForged}`)).statusCode, 200, 'a real date in a hand-made cursor is a position like any other')
   expectError(t, await get('/collections/sources/items?organisation=a%00', admin.headers), 400, 'VALIDATION_FAILED')
   const big = (await get('/collections/sources/items?limit=99999')).json() as Page
   t.equal(big.numberReturned, 32, 'a limit above 10,000 is lowered, not refused')
-  t.equal(parseItemsQuery({ limit: '99999' }, false).parsed.limit, 10_000, 'lowered to 10,000, which the next link carries (limit=…)')
+  t.equal(parseItemsQuery({ limit: '99999' }, false, crsCatalogue([])).parsed.limit, 10_000, 'lowered to 10,000, which the next link carries (limit=…)')
   t.match(((await get('/collections/sources/items?limit=1')).json() as Page).links.find((l) => l.rel === 'next')?.href, /[?&]limit=1&cursor=/)
   expectError(t, await get('/collections/sources/items', { ...editorA.headers, accept: 'image/png' }), 406, 'NOT_ACCEPTABLE')
   t.equal((await get('/collections/sources/items?limit=1', { ...editorA.headers, accept: 'application/geo+json' })).statusCode, 200)

@@ -68,6 +68,8 @@ const STATUSES: Record<string, number[]> = {
   'GET /api-keys': [200, 400, 403, ...authenticated],
   'DELETE /api-keys': [200, 400, 403, 404, ...authenticated],
   'GET /collections/sources/queryables': [200, ...authenticated],
+  'GET /collections/sources/sortables': [200, ...authenticated],
+  'GET /collections/sources/returnables': [200, ...authenticated],
   'GET /collections/sources/tiles': [200, ...authenticated],
   'GET /collections/sources/tiles/WebMercatorQuad': [200, ...authenticated],
   'GET /collections/sources/tiles/WebMercatorQuad/tilejson.json': [200, ...authenticated],

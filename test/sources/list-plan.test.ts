@@ -25,7 +25,7 @@ for (const descending of [false, true]) {
   t.test(`a page of 5 after a cursor, id ${descending ? 'descending' : 'ascending'}: the primary key is read for 6 rows`, async (t) => {
     const cursor = `src_plan${String(descending ? ROWS - 10 : 10).padStart(18, '0')}`
     const page = compileByShape((i: Parameters<typeof listPageQuery>[1]) => listPageQuery(queryBuilder, i), LIST_INPUT_SHAPE_KEYS)({
-      scope: { organisation: 'org-plan' }, filter: {}, page: { sort: { field: 'id', descending }, after: { value: cursor, id: cursor }, limit: 5 }, cap: 100
+      scope: { organisation: 'org-plan' }, filter: {}, page: { sort: [{ field: 'id', descending }], after: { values: [], id: cursor }, limit: 5 }, cap: 100
     })
     const plan = await db.connection().execute(async (conn) => {
       // As on a large table: the rows after the cursor are reached by the primary key.

@@ -9,7 +9,7 @@ import t from 'tap'
 import { queryBuilder } from '../../src/db/compiled-query.js'
 import { checkFilter } from '../../src/features/filters/cql2.js'
 import { searchBoxes } from '../../src/sources/search-box.js'
-import { LIST_INPUT_SHAPE_KEYS, type ListFilter, type ListInput, type ListPage, countQuery, countedPageQuery, listPageQuery } from '../../src/sources/sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type ListFilter, type ListInput, type ListPage, countQuery, countedPageQuery, listPageQuery, sortOrder } from '../../src/sources/sources.listing.js'
 import { SORTABLE } from '../../src/sources/source-properties.js'
 
 const checked = checkFilter(`feature_id LIKE 'f-%' AND area_m2 BETWEEN 1 AND 2e6 AND version IN (1, 2) AND NOT conflict = TRUE AND updated_at IS NOT NULL
@@ -21,11 +21,13 @@ const filter: Required<ListFilter> = {
   boxes: searchBoxes(170, -5, -170, 5),
   datetime: { from: '2024-01-01T00:00:00Z', to: '2025-01-01T00:00:00Z' },
   organisation: 'org-b',
-  expr: checked.expr
+  expr: checked.expr,
+  projectedBox: { srid: 28992, minX: 100000, minY: 400000, maxX: 200000, maxY: 500000 }
 }
 
 function inputs (field: string): ListInput[] {
-  const page: Required<ListPage> = { sort: { field, descending: true }, after: { value: field === 'id' ? 'src_1' : '2024-01-01T00:00:00Z', id: 'src_1' }, limit: 7 }
+  const sort = sortOrder([{ field, descending: true }])
+  const page: Required<ListPage> = { sort, after: { values: sort.slice(0, -1).map(() => '2024-01-01T00:00:00Z'), id: 'src_1' }, limit: 7 }
   return [
     { scope: { organisation: 'org-a' }, filter, page, cap: 100 },
     { scope: 'all', filter, page, cap: 100 }

@@ -134,6 +134,9 @@ export class FlatGeobufWriter {
   private file?: WriteStream
   private written = 0
 
+  /** `srid`: the EPSG code in the header; the coordinates are x (east), y (north), as GDAL reads FlatGeobuf. */
+  constructor (private readonly srid = 4326) {}
+
   private async start (first: OutFeature): Promise<void> {
     // The Feature's id as the first column: FlatGeobuf's own feature ids are row numbers.
     this.columns = [{ name: 'id', kind: typeof first.id === 'number' ? 'integer' : 'string' }, ...columnsOf(first).filter((c) => c.name !== 'id')]
@@ -193,7 +196,7 @@ export class FlatGeobufWriter {
     const org = b.createString('EPSG')
     Crs.startCrs(b)
     Crs.addOrg(b, org)
-    Crs.addCode(b, 4326)
+    Crs.addCode(b, this.srid)
     const crs = Crs.endCrs(b)
     Header.startHeader(b)
     Header.addName(b, name)

@@ -22,6 +22,16 @@ async function * features (input: ItemsPage, done: (s: PageSummary) => void): As
   done(r.value)
 }
 
+/**
+ * FlatGeobuf and CSV's WKT hold x (east), y (north) in any CRS, the order GDAL reads them in
+ * (OAMS_TRADITIONAL_GIS_ORDER); the GeoJSON formats keep the CRS's own axis order (Part 2).
+ */
+export function fileAxes (input: ItemsPage, key: string): ItemsPage {
+  const crs = input.parsed.output.crs
+  if ((key !== 'fgb' && key !== 'csv') || crs?.northFirst !== true) return input
+  return { ...input, parsed: { ...input.parsed, output: { ...input.parsed.output, crs: { ...crs, northFirst: false } } } }
+}
+
 /** A text format's lines, as one string per chunk of Features. */
 async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<OutFeature[]>): AsyncGenerator<string> {
   const csv = key === 'csv' ? new CsvWriter() : undefined
@@ -37,8 +47,8 @@ async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncI
 }
 
 /** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
-export async function flatGeobuf (source: AsyncIterable<OutFeature[]>): Promise<AsyncGenerator<Uint8Array>> {
-  const writer = new FlatGeobufWriter()
+export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 4326): Promise<AsyncGenerator<Uint8Array>> {
+  const writer = new FlatGeobufWriter(srid)
   try {
     for await (const batch of source) for (const f of batch) await writer.add(f)
   } catch (e) {
@@ -54,9 +64,10 @@ export const formatLines = textLines
 /** One page of items in a format other than GeoJSON and HTML, with its next link when known. */
 export async function formattedItems (input: ItemsPage, key: 'geojsonseq' | 'ndjson' | 'csv' | 'fgb'): Promise<{ body: Buffer | Readable, next?: URL }> {
   let summary: PageSummary | undefined
-  const source = features(input, (s) => { summary = s })
+  const page = fileAxes(input, key)
+  const source = features(page, (s) => { summary = s })
   if (key === 'fgb') {
-    const parts = await flatGeobuf(source)
+    const parts = await flatGeobuf(source, input.parsed.output.crs?.srid)
     return { body: Readable.from(parts, { objectMode: false }), next: summary === undefined ? undefined : nextLink(input, summary) }
   }
   const lines = textLines(key, source)
