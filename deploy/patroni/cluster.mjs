@@ -11,7 +11,7 @@
 //   node deploy/patroni/cluster.mjs stop --dir DIR          (stops everything and removes DIR)
 //
 // As a module: startHaCluster(opts) → { url, nodes, leader(), waitReady(), kill(name), startNode(name), stop() }.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -25,7 +25,8 @@ const owner = asRoot ? uidGid('postgres') : undefined
 
 /** Whether Patroni and etcd are installed (apt-get install patroni etcd-server python3-etcd). */
 export function haToolsInstalled () {
-  return ['/usr/bin/patroni', '/usr/bin/etcd'].every((f) => existsSync(f))
+  return ['/usr/bin/patroni', '/usr/bin/etcd'].every((f) => existsSync(f)) &&
+    spawnSync('/usr/bin/python3', ['-c', 'import etcd'], { stdio: 'ignore' }).status === 0
 }
 
 const yamlString = (s) => JSON.stringify(s)

@@ -184,7 +184,7 @@ export class FailoverPool {
     if (found === undefined) {
       const tried = hosts.map((h, i) => {
         const r = roles[i]
-        return `${h.name} (${r instanceof Error ? r.message : r?.recovery === true ? 'standby' : r?.readOnly === true ? 'read-only' : 'does not fit'})`
+        return `${h.name} (${r instanceof Error ? r.message : r?.recovery === true ? 'standby' : r?.readOnly === true ? 'read-only primary' : 'read-write primary'})`
       }).join(', ')
       const message = `no host fits target_session_attrs=${targetSessionAttrs}: ${tried}`
       this.opts.onProbeFailed?.(message)
