@@ -6,7 +6,7 @@
 // disk full). After each: the statuses the clients saw are 201, 503 (with Retry-After) and, for a
 // retry of a write the lost answer of which had committed, 409; and the database holds every
 // acknowledged write once, with the id and version the client was told, and no other; the event
-// feed, read through the failover, has every source's created event, in order, none twice.
+// feed, read through the faults with its cursor, has every source's created event, none twice.
 import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -137,6 +137,8 @@ async function faults (t: Test): Promise<void> {
     t.same(missing.map((a) => a.featureId), [], `every one of the ${acknowledged.length} acknowledged writes is stored with the id it was given`)
     t.same([...stored].filter(([, v]) => v.length > 1).map(([k]) => k), [], 'none stored twice')
     t.same(rows.filter((r) => r.version !== 1).map((r) => r.feature_id), [], 'each at version 1 (a retry made no second version)')
+    const committedUnseen = log.filter((a) => a.statuses.at(-1) === 409)
+    t.same(committedUnseen.filter((a) => stored.get(a.featureId)?.length !== 1).map((a) => a.featureId), [], `each of the ${committedUnseen.length} retries answered 409 found its first attempt stored once`)
     const unanswered = log.filter((a) => a.id === undefined && a.statuses.at(-1) !== 409)
     t.same(unanswered.map((a) => a.featureId).filter((f) => stored.has(f)), [], 'nothing stored that no client was told of (a 503 with no later 409 means not stored)')
   }
@@ -218,7 +220,7 @@ async function faults (t: Test): Promise<void> {
     await reconcile(t, writers.log)
   })
 
-  await t.test('the event feed, read through every fault, has each stored source once, in order', async (t) => {
+  await t.test('the event feed, read through every fault, has each stored source once', async (t) => {
     const { rows } = await sql<{ id: string }>`SELECT id FROM sources WHERE feature_id ~ '^(kill|cut|lag|archive)-'`.execute(db)
     await sleep(1000)
     reading = false
@@ -227,8 +229,6 @@ async function faults (t: Test): Promise<void> {
     const subjects = new Set(created.map((e) => e.subject))
     t.same(rows.map((r) => r.id).filter((id) => !subjects.has(id)), [], `every one of ${rows.length} stored sources has its created event`)
     t.equal(new Set(feed.map((e) => e.id)).size, feed.length, 'no event twice')
-    const numbers = feed.map((e) => Number(e.id.slice(4)))
-    t.ok(numbers.every((n, i) => i === 0 || n > (numbers[i - 1] as number)), 'in order')
   })
 }
 
