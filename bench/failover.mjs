@@ -7,7 +7,7 @@
 // are counted. Then single-feature POST throughput (bench/load.mjs, 16 connections,
 // BENCH_DURATION s, BENCH_RUNS runs) with a synchronous standby, an asynchronous one, and none
 // (the same recipe with one node). Prints a Markdown table.
-// Usage: npm run build && node bench/failover.mjs
+// Usage: npm run build && node bench/failover.mjs   (BENCH_MODES=asynchronous: one mode only)
 import { execFileSync, spawn } from 'node:child_process'
 import pg from 'pg'
 import { JWT_SECRET, PASSWORD, SERVICE_ARGS, freePort } from './setup.mjs'
@@ -33,7 +33,7 @@ async function setUp ({ nodes, synchronous }) {
     stdio: ['ignore', 'ignore', 'inherit']
   })
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 200; i++) { try { if ((await fetch(`${base}/ready`)).ok) break } catch {} await sleep(100) }
+  for (let i = 0; i < 1200; i++) { try { if ((await fetch(`${base}/ready`)).ok) break } catch {} await sleep(100) }
   const token = (await (await fetch(`${base}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.org', password: PASSWORD }) })).json()).token
   const stop = async () => {
     service.kill('SIGKILL')
@@ -121,8 +121,9 @@ async function throughput (name, opts) {
   return { name, rates }
 }
 
+const MODES = (process.env.BENCH_MODES ?? 'synchronous,asynchronous').split(',')
 const results = []
-for (const synchronous of [true, false]) results.push(await failovers(synchronous))
+for (const mode of MODES) results.push(await failovers(mode === 'synchronous'))
 const rates = []
 rates.push(await throughput('synchronous standby', { nodes: 2, synchronous: true }))
 rates.push(await throughput('asynchronous standby', { nodes: 2, synchronous: false }))
