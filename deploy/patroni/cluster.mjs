@@ -199,7 +199,13 @@ function handle (state) {
       const members = view?.members ?? []
       const leader = members.find((m) => m.role === 'leader' && m.state === 'running')
       const streaming = members.filter((m) => m.role !== 'leader' && (m.state === 'streaming' || m.state === 'running') && (!state.synchronous || m.role === 'sync_standby' || standbys === 0))
-      return leader !== undefined && streaming.length >= standbys ? leader.name : undefined
+      if (leader === undefined || streaming.length < standbys) return undefined
+      if (standbys === 0) return leader.name
+      // Patroni 3.0 calls a standby `running` before it streams: ask the leader's PostgreSQL
+      // (pg_stat_replication through Patroni's API), so a synchronous standby is one commits can reach.
+      const status = await api(state.nodes.find((n) => n.name === leader.name), '/patroni')
+      const live = (status.replication ?? []).filter((r) => r.state === 'streaming' && (!state.synchronous || r.sync_state === 'sync'))
+      return live.length >= (state.synchronous ? 1 : standbys) ? leader.name : undefined
     }, timeoutMs),
     kill: (name) => { killNode(state, node(name)); saveState(state) },
     startNode: (name) => { startNodeProcess(state, node(name)); saveState(state) },
