@@ -5,7 +5,7 @@
 // here fails too, so a new one has to be given its place.
 /** @type {string[][]} */
 const LAYERS = [
-  ['schemas/'], // shared schema primitives: ids, date-times, bbox, what an overlap is
+  ['schemas/', 'connection-string.ts'], // shared schema primitives: ids, date-times, bbox, what an overlap is; libpq's connection strings read
   ['log.ts', 'config.ts'],
   ['config-docs.ts'], // the configuration tables of docs/operations.md, made from config.ts's schema
   ['errors.ts'], // error codes and bodies (their schemas for the document); http/ turns errors into them

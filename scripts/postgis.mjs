@@ -7,7 +7,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-function binDir () {
+export function binDir () {
   for (const v of ['17', '16', '15']) {
     const d = `/usr/lib/postgresql/${v}/bin`
     if (existsSync(join(d, 'initdb'))) return d
@@ -19,7 +19,7 @@ function binDir () {
   }
 }
 
-function freePort () {
+export function freePort () {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.unref()
@@ -97,7 +97,7 @@ export async function startReplica (primary, { log = () => {} } = {}) {
   return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, start, stopServer, stop }
 }
 
-function uidGid (user) {
+export function uidGid (user) {
   const uid = Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }))
   const gid = Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }))
   return [uid, gid]

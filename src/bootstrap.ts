@@ -76,7 +76,14 @@ export async function bootstrap (config: Config, log: Log, options: BootstrapOpt
     if (jwtSecret === undefined) {
       throw new ConfigError('invalid configuration: env must have required property \'JWT_SECRET\' when DATABASE_URL is set (at least 32 bytes: openssl rand -base64 48)')
     }
-    const opened = await openDatabase(config, { onPoolError: (err) => log.warn({ err }, 'database connection lost') })
+    const opened = await openDatabase(config, {
+      onPoolError: (err) => log.warn({ err }, 'database connection lost'),
+      onPrimary: (host, previous) => {
+        if (previous === undefined) log.info({ primary: host }, `database primary: ${host}`)
+        else log.warn({ primary: host, previous }, `database failover: writes now go to ${host} (was ${previous})`)
+      },
+      onNoHost: (message) => log.warn({ reason: message }, 'database: no primary found yet')
+    })
     log.info({ backend: 'server', database: opened.description }, `using the ${opened.description} (migrations: make migrate)`)
     await checkConflictTolerance(opened.db, config, log)
     return { db: opened.db, kind: 'server', config: Object.freeze({ ...config, JWT_SECRET: jwtSecret }) }

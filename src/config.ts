@@ -5,6 +5,7 @@
 import { type Static, type TObject, Type } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 import parseDuration from 'parse-duration'
+import { parseTargets, splitConnectionList } from './connection-string.js'
 
 export const HttpEnvSchema = Type.Object({
   HOST: Type.String({ default: '127.0.0.1', minLength: 1, description: 'Address to listen on (`0.0.0.0`: every interface).' }),
@@ -17,7 +18,7 @@ export const HttpEnvSchema = Type.Object({
 }, { title: 'HTTP', description: 'Listening, proxies and connection timeouts.' })
 
 export const DatabaseEnvSchema = Type.Object({
-  DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: '`postgres://user:password@host:port/database` of a PostGIS server; without it the embedded PostGIS in `DATA_DIR` is used.' })),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1, description: '`postgres://user:password@host:port/database` of a PostGIS server; without it the embedded PostGIS in `DATA_DIR` is used. Several hosts as libpq takes them (`postgres://u@a:5432,b:5432/db?target_session_attrs=read-write`, or `host=a,b port=5432 dbname=db target_session_attrs=read-write`): the service uses the first that fits and follows a failover to the next ([high availability](#high-availability)).' })),
   DATA_DIR: Type.String({ default: './data', minLength: 1, description: 'Embedded backend: where the database, the generated JWT secret (`jwt-secret`) and the lock live.' }),
   ADMIN_EMAIL: Type.Optional(Type.String({ minLength: 3, description: 'Embedded backend, first start: e-mail of the admin account created when there is none (unset: `admin@localhost`).' })),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 12, description: 'Embedded backend, first start: its password (unset: generated and printed once). Needs `ADMIN_EMAIL`.' })),
@@ -30,7 +31,7 @@ export const DatabaseEnvSchema = Type.Object({
   DB_POOL_MODE: Type.Union([Type.Literal('session'), Type.Literal('transaction')], { default: 'session', description: '`session`: straight to PostgreSQL (or a session-pooling PgBouncer). `transaction`: behind a transaction-pooling PgBouncer: no named prepared statements and no startup parameters (`statement_timeout`, `TimeZone`); the statement timeout is then enforced by the client ([PgBouncer](#pgbouncer)).' }),
   DB_READS_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'GET /sources queries running at once; under load, further reads wait and go out together as one query.' }),
   DB_WRITES_IN_FLIGHT: Type.Integer({ default: 2, minimum: 1, maximum: 200, description: 'POST /sources inserts running at once; under load, further requests wait and go out together as one INSERT.' }),
-  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^postgres(ql)?://[^,]+(,postgres(ql)?://[^,]+)*$', description: 'Comma-separated `postgres://` URLs of streaming replicas of `DATABASE_URL`: reads that tolerate lag (items, GET /sources/?id=, collections) go to a healthy one; writes, and reads that must see them, to the primary ([read replicas](#read-replicas)).' })),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ minLength: 1, description: 'Comma-separated `postgres://` URLs (or `;`-separated connection strings of either form, each may name several hosts with `target_session_attrs=standby`) of streaming replicas of `DATABASE_URL`: reads that tolerate lag (items, GET /sources/?id=, collections) go to a healthy one; writes, and reads that must see them, to the primary ([read replicas](#read-replicas)).' })),
   REPLICA_MAX_LAG_MS: Type.Integer({ default: 5000, minimum: 0, description: 'A replica further behind the primary than this, or not answering, is skipped until it catches up.' }),
   REPLICA_MAX_WAIT_MS: Type.Integer({ default: 100, minimum: 0, maximum: 10000, description: 'Read your writes: a read that must see a write waits this long for a replica to replay it, then reads the primary.' }),
   REPLICA_CHECK_MS: Type.Integer({ default: 1000, minimum: 50, description: 'How often each replica\'s state and lag are checked.' })
@@ -70,7 +71,7 @@ export const MapEnvSchema = Type.Object({
 }, { title: 'Map page', description: 'The page at `/map`.' })
 
 export const EventsEnvSchema = Type.Object({
-  EVENTS_LISTEN_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'A **direct** `postgres://` connection (not through a transaction-pooling PgBouncer) on which each instance LISTENs for new events, so SSE streams and webhooks learn of them at commit. Unset: each instance polls every `EVENTS_POLL_MS` ([events](#events-listen-and-pgbouncer)). Needs `DATABASE_URL`.' })),
+  EVENTS_LISTEN_URL: Type.Optional(Type.String({ minLength: 1, description: 'A **direct** `postgres://` connection (several hosts as in `DATABASE_URL` allowed) (not through a transaction-pooling PgBouncer) on which each instance LISTENs for new events, so SSE streams and webhooks learn of them at commit. Unset: each instance polls every `EVENTS_POLL_MS` ([events](#events-listen-and-pgbouncer)). Needs `DATABASE_URL`.' })),
   EVENTS_POLL_MS: Type.Integer({ default: 500, minimum: 20, maximum: 60000, description: 'How often each instance looks for new events when it does not LISTEN (with `EVENTS_LISTEN_URL`: a fallback every 10 × this).' }),
   EVENTS_HEARTBEAT_MS: Type.Integer({ default: 15000, minimum: 100, maximum: 15000, description: 'An SSE stream sends a comment at least this often, so proxies keep it open.' }),
   EVENTS_RETENTION: Type.String({ default: '30d', minLength: 2, description: 'Events older than this are removed in the background, in small batches (`30d`, `12h`, `90s`, `1h 30m`; at least `1s`); a feed cursor or `Last-Event-ID` from before the oldest kept event gets 410 ([retention](#event-retention)). An event an active webhook subscription has not yet received is kept.' }),
@@ -184,6 +185,18 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     }
     if (config.DATABASE_REPLICA_URLS !== undefined && config.DATABASE_URL === undefined) {
       throw new Error('env DATABASE_REPLICA_URLS is set without DATABASE_URL (replicas are of a PostGIS server)')
+    }
+    const connectionStrings: Array<[string, string | undefined]> = [
+      ['DATABASE_URL', config.DATABASE_URL], ['EVENTS_LISTEN_URL', config.EVENTS_LISTEN_URL],
+      ...splitConnectionList(config.DATABASE_REPLICA_URLS ?? '').map((u): [string, string] => ['DATABASE_REPLICA_URLS', u])
+    ]
+    for (const [name, value] of connectionStrings) {
+      if (value === undefined) continue
+      try {
+        parseTargets(value)
+      } catch (err) {
+        throw new Error(`env ${name}: ${(err as Error).message}`)
+      }
     }
     if (config.METRICS_PORT !== undefined && config.METRICS_PORT === config.PORT) {
       throw new Error('env METRICS_PORT must differ from PORT')

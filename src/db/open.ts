@@ -32,6 +32,10 @@ export interface OpenOptions {
   poolMax?: number
   /** Server: a pooled connection was lost (the pool replaces it). */
   onPoolError?: (err: Error) => void
+  /** Server, several hosts: the host writes go to changed (or was found first: previous undefined). */
+  onPrimary?: (host: string, previous: string | undefined) => void
+  /** Server, several hosts: no host fit target_session_attrs when asked. */
+  onNoHost?: (message: string) => void
   /** Embedded: also serve the database on this port of 127.0.0.1 while it is open (EMBEDDED_SQL_PORT; the service alone asks). */
   sqlPort?: number
   /** Embedded: a new database starts as a copy of this migrated template when usable (embedded-template.ts). */
@@ -49,7 +53,8 @@ export async function openDatabase (config: DatabaseConfig, opts: OpenOptions = 
       // client's session would meet them ("prepared statement … already exists").
       preparedStatements: config.DB_POOL_MODE === 'session',
       transactionPooler: config.DB_POOL_MODE === 'transaction',
-      onPoolError: opts.onPoolError
+      onPoolError: opts.onPoolError,
+      failover: { onPrimary: opts.onPrimary, onProbeFailed: opts.onNoHost }
     })
     return { db, kind: 'server', description: `PostGIS server ${redactUrl(config.DATABASE_URL)}` }
   }

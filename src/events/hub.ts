@@ -8,7 +8,8 @@
 // look (and one webhook lease) per commit would cost the writes more than the events themselves.
 import { EventEmitter } from 'node:events'
 import type { FastifyBaseLogger } from 'fastify'
-import pg from 'pg'
+import type pg from 'pg'
+import { connectClient } from '../db/connect.js'
 import type { EventStore } from './events.store.js'
 
 const CHANNEL = 'source_registry_events'
@@ -84,9 +85,15 @@ export class EventHub extends EventEmitter {
 
   private async listen (delayMs = 1000): Promise<void> {
     if (this.closed) return
-    const client = new pg.Client({ connectionString: this.opts.listenUrl })
-    client.on('error', () => {})
     const retry = () => { setTimeout(() => { void this.listen(Math.min(delayMs * 2, 30_000)) }, delayMs).unref() }
+    let client: pg.Client
+    try {
+      client = await connectClient(this.opts.listenUrl ?? '')
+    } catch (err) {
+      this.opts.log.warn({ err }, 'events: LISTEN failed; polling until it works')
+      retry()
+      return
+    }
     client.on('end', () => {
       if (this.listener !== client) return
       this.listener = undefined
@@ -97,7 +104,6 @@ export class EventHub extends EventEmitter {
     })
     client.on('notification', () => this.poke())
     try {
-      await client.connect()
       await client.query(`LISTEN ${CHANNEL}`)
       if (this.closed) { await client.end(); return }
       this.listener = client

@@ -4,9 +4,9 @@
 // process metrics. Labels never carry an id: a route is its pattern (/collections/sources/items/:id),
 // a request no route matched is "unmatched".
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database } from '../db/database.js'
-import { poolOf } from '../db/connect.js'
+import { failoverOf, poolOf } from '../db/connect.js'
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
@@ -63,6 +63,46 @@ export function createMetrics (): Metrics {
   poolGauge('source_registry_db_pool_size', 'Connections open in the pool.', (p) => p.totalCount)
   poolGauge('source_registry_db_pool_in_use', 'Connections of the pool running a query or a transaction.', (p) => p.totalCount - p.idleCount)
   poolGauge('source_registry_db_pool_waiting', 'Queries waiting for a connection of the pool.', (p) => p.waitingCount)
+  // High availability (a DATABASE_URL of several hosts): which host is the primary, how often it changed.
+  new Gauge({
+    name: 'source_registry_db_primary',
+    help: 'With a DATABASE_URL of several hosts: 1 for the host (host:port) writes go to now.',
+    labelNames: ['host'],
+    registers: [registry],
+    collect () {
+      this.reset()
+      const db = pools.get('primary')
+      const host = db === undefined ? undefined : failoverOf(db)?.host
+      if (host !== undefined) this.set({ host }, 1)
+    }
+  })
+  new Counter({
+    name: 'source_registry_db_failovers_total',
+    help: 'With a DATABASE_URL of several hosts: times the primary moved to another host since this instance started.',
+    registers: [registry],
+    collect () {
+      const db = pools.get('primary')
+      const f = db === undefined ? undefined : failoverOf(db)
+      if (f !== undefined) { this.reset(); this.inc(f.failovers) }
+    }
+  })
+  new Gauge({
+    name: 'source_registry_db_standbys',
+    help: 'Standbys streaming from the primary now (pg_stat_replication), by sync_state (sync, potential, async, quorum).',
+    labelNames: ['sync_state'],
+    registers: [registry],
+    async collect () {
+      this.reset()
+      const db = pools.get('primary')
+      if (db === undefined || poolOf(db) === undefined) return
+      try {
+        const { rows } = await sql<{ sync_state: string, n: number }>`SELECT sync_state, count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' GROUP BY sync_state`.execute(db)
+        for (const r of rows) this.set({ sync_state: r.sync_state }, r.n)
+      } catch {
+        // The primary does not answer: no figure rather than a wrong one.
+      }
+    }
+  })
   return {
     registry,
     requests: new Counter({ name: 'source_registry_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status.', labelNames: ['route', 'method', 'status'], registers: [registry] }),

@@ -8,6 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { DatabaseConfig } from '../config.js'
 import type { Database } from '../db/database.js'
+import { splitConnectionList } from '../connection-string.js'
 import { openDatabase } from '../db/open.js'
 import type { Metrics } from '../ops/metrics.js'
 import { type ReadContext, Replica, Replicas, formatLsn, parseLsn, readContext } from '../ops/replicas.js'
@@ -16,7 +17,7 @@ export const MIN_LSN_HEADER = 'x-min-lsn'
 
 /** The replicas of DATABASE_REPLICA_URLS, opened and checked from now on; undefined without any. */
 export async function openReplicas (config: DatabaseConfig, primary: Kysely<Database>, metrics: Metrics, log: ReplicaLog): Promise<Replicas | undefined> {
-  const urls = config.DATABASE_REPLICA_URLS?.split(',').map((u) => u.trim()).filter((u) => u !== '') ?? []
+  const urls = splitConnectionList(config.DATABASE_REPLICA_URLS ?? '')
   if (urls.length === 0) return undefined
   const list = await Promise.all(urls.map(async (url, i) => {
     const name = `replica-${i + 1}`
