@@ -63,9 +63,12 @@ RETURN CASE WHEN jsonb_typeof(attributes -> name) = 'boolean' THEN (attributes -
 
 -- A date (YYYY-MM-DD: its first instant, midnight UTC, as the API reads a date) or an RFC 3339
 -- date-time with Z or an offset; anything else NULL. Immutable: a text with its offset names one
--- instant whatever the session's TimeZone.
+-- instant whatever the session's TimeZone. PARALLEL RESTRICTED: its EXCEPTION block is a
+-- subtransaction, which a parallel worker cannot start, so a CREATE INDEX on it (a declared date
+-- attribute's) that PostgreSQL would build with workers failed ("cannot start subtransactions
+-- during a parallel operation"); PostgreSQL 15 has no pg_input_is_valid to test the text without one.
 CREATE OR REPLACE FUNCTION sources_attribute_timestamp(attributes jsonb, name text) RETURNS timestamptz
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED
 AS $$
 DECLARE
   v text := CASE WHEN jsonb_typeof(attributes -> name) = 'string' THEN attributes ->> name END;

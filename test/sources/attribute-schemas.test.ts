@@ -4,7 +4,7 @@
 // a typed column each; the check lists sources written before the schema that it refuses.
 import t from 'tap'
 import { sql } from 'kysely'
-import { build, collection, expectError, feature, session, square } from '../helper.js'
+import { backend, build, collection, expectError, feature, session, square } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -160,4 +160,16 @@ t.test('a typed view per organisation; the check lists the sources the schema re
   t.same(check.json().sources.map((s: { id: string }) => s.id), [earlyIds[0]], 'the early source with parcel "bad" and hectares "three"')
   t.same(check.json().sources[0].problems.map((p: { pointer: string }) => p.pointer).sort(), ['/properties/hectares', '/properties/parcel_no'])
   t.equal(check.json().version, 2)
+})
+
+t.test('a declared date attribute\'s index builds when PostgreSQL builds it with parallel workers (server)', { skip: backend === 'embedded' ? 'PGlite has no parallel workers' : false }, async (t) => {
+  // parallel_workers on the table makes CREATE INDEX use workers whatever its size; the date
+  // function's EXCEPTION block was a subtransaction they cannot start (sql/functions/attributes.sql).
+  await sql`ALTER TABLE sources SET (parallel_workers = 2)`.execute(db)
+  t.teardown(async () => { await sql`ALTER TABLE sources RESET (parallel_workers)`.execute(db) })
+  const headers = (await session(ctx, 'editor', 'parallel-org')).headers
+  const res = await app.inject({ method: 'PUT', url: '/organisations/parallel-org/attributes-schema', headers, payload: { type: 'object', properties: { surveyed: { type: 'string', format: 'date' } } } })
+  t.ok(res.statusCode === 200 || res.statusCode === 201, res.body)
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_indexes WHERE indexname = 'sources_attribute_time_surveyed'`.execute(db)
+  t.equal(Number(rows[0]?.n), 1)
 })
