@@ -54,8 +54,11 @@ async function readsBack (t: Test, file: string, posted: Posted, idOf: (f: { id?
     t.equal(source.properties.feature_id, idOf(f), `feature ${i}: its id`)
     t.equal(source.properties.start_at, '2024-01-01T00:00:00Z')
     t.equal(source.properties.end_at, '2025-01-01T00:00:00Z')
-    // TODO(lead, issue 45 point 1): once attributes are kept, assert here that every other
-    // member of f.properties (parcel_no, name, land_use, hectares) reads back in source.properties.
+    // Every other member of the file's properties (parcel_no, name, land_use, hectares, and
+    // what the tool added) is kept as an attribute and reads back as written.
+    const attributes = Object.entries(f.properties).filter(([k]) => k !== 'start_at' && k !== 'end_at')
+    t.ok(attributes.length > 0, `feature ${i}: the file has attributes`)
+    for (const [k, v] of attributes) t.same(source.properties[k], v, `feature ${i}: attribute ${k}`)
   }
 }
 

@@ -57,7 +57,7 @@ async function gdalFeatures (file: string, extra: string[] = []): Promise<Map<st
   return new Map(fc.features.map((f) => [String(f.properties.id), f]))
 }
 
-/** The features GDAL read have the reference's ids, geometries and every property (as text). */
+/** The features GDAL read have the reference's ids, geometries and every property (as text; a date-time to the millisecond GDAL rounds microseconds to). */
 function sameFeatures (t: { same: (a: unknown, b: unknown, m: string) => void, equal: (a: unknown, b: unknown, m: string) => void, comment: (m: string) => void }, got: Map<string, Feature>, what: string): void {
   t.same([...got.keys()].sort(), [...expected.keys()].sort(), `${what}: the same ids`)
   let differences = 0
@@ -67,7 +67,7 @@ function sameFeatures (t: { same: (a: unknown, b: unknown, m: string) => void, e
     if (JSON.stringify(f.geometry.coordinates) !== JSON.stringify(want.geometry.coordinates)) differences++
     for (const [name, value] of Object.entries(want.properties)) {
       const v = f.properties[name]
-      const text = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && typeof v === 'string' ? new Date(v.replace(/\//g, '-')).toISOString() === new Date(value).toISOString() : asText(v).replace(/\s/g, '') === asText(value).replace(/\s/g, '')
+      const text = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && typeof v === 'string' ? Math.abs(new Date(v.replace(/\//g, '-')).getTime() - new Date(value).getTime()) <= 1 : asText(v).replace(/\s/g, '') === asText(value).replace(/\s/g, '')
       if (!text) { differences++; t.comment(`${what} ${id} ${name}: ${asText(v)} ≠ ${asText(value)}`) }
     }
   }
@@ -143,4 +143,20 @@ t.test('f=html: the page shell, without a token, for each resource', async (t) =
   const browser = await app.inject({ method: 'GET', url: '/collections/sources/items', headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } })
   t.match(browser.headers['content-type'], 'text/html', 'a browser\'s Accept')
   t.equal((await app.inject({ method: 'GET', url: '/collections/sources/items?f=json' })).statusCode, 401, 'JSON still needs a token')
+})
+
+t.test('crs= in the file formats: FlatGeobuf names the EPSG code, CSV and FlatGeobuf hold x east, y north; GeoJSONSeq the CRS\'s axis order', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {
+  // a-0 is the box (0, 0)–(0.25, 0.25): in EPSG:3857 x = 0 m to 27,830 m east; in EPSG:4326 latitude first.
+  const mercator = await gdalFeatures(await download('/collections/sources/items?f=fgb&limit=1000&crs=http://www.opengis.net/def/crs/EPSG/0/3857', 'items-3857.fgb'))
+  const info = spawnSync('ogrinfo', ['-ro', '-al', '-so', join(dir, 'items-3857.fgb')], { encoding: 'utf8' }).stdout
+  t.match(info, /ID\["EPSG",3857\]|EPSG","3857"|Pseudo-Mercator/, 'the header names EPSG:3857')
+  const a0 = [...mercator.values()].find((f) => f.properties.feature_id === 'a-0')
+  const xs = (a0?.geometry.coordinates[0] ?? []).map((p) => p[0] as number)
+  t.ok(Math.abs(Math.max(...xs) - 27_829.87) < 1, `x in metres east: ${Math.max(...xs)}`)
+  const latLon = await gdalFeatures(await download('/collections/sources/items?f=csv&limit=1000&crs=EPSG:4326', 'items-4326.csv'), ['-oo', 'GEOM_POSSIBLE_NAMES=WKT', '-oo', 'KEEP_GEOM_COLUMNS=NO'])
+  const b = [...latLon.values()].find((f) => f.properties.feature_id === 'a-1')?.geometry.coordinates[0] ?? []
+  t.same([Math.min(...b.map((p) => p[0] as number)), Math.min(...b.map((p) => p[1] as number))], [1, 0], 'CSV WKT: x = longitude, y = latitude (a-1 is at longitude 1, latitude 0)')
+  const seq = (await get('/collections/sources/items?f=geojsonseq&limit=1000&crs=EPSG:4326')).body.split('\n').filter((l) => l.includes('"a-1"'))
+  const a1 = JSON.parse(seq[0]?.replace('\u001e', '') ?? '{}') as Feature
+  t.same(a1.geometry.coordinates[0]?.[0], [0, 1], 'GeoJSONSeq in EPSG:4326: latitude, longitude (a-1 is at longitude 1, latitude 0)')
 })
