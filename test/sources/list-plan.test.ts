@@ -16,6 +16,11 @@ await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, p
   SELECT 'src_plan' || lpad(n::text, 18, '0'), 'plan-' || n, 'org-plan', ${owner.id}::uuid,
     ST_MakeEnvelope(n * 0.001, 0, n * 0.001 + 0.0005, 0.0005, 4326), '[2024-01-01Z,2024-02-01Z)'
   FROM generate_series(1, ${ROWS}) AS n`.execute(db)
+// For sortby=start_at: one organisation's sources a day apart.
+await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
+  SELECT 'src_plst' || lpad(n::text, 18, '0'), 'plst-' || n, 'org-plan-start', ${owner.id}::uuid,
+    ST_MakeEnvelope(n * 0.001, 1, n * 0.001 + 0.0005, 1.0005, 4326), tstzrange('2020-01-01Z'::timestamptz + n * interval '1 day', '2030-01-01Z')
+  FROM generate_series(1, ${ROWS}) AS n`.execute(db)
 await sql`ANALYZE sources`.execute(db)
 
 interface PlanNode { 'Node Type': string, 'Index Name'?: string, 'Actual Rows': number, 'Actual Loops': number, Plans?: PlanNode[] }
@@ -43,5 +48,29 @@ for (const descending of [false, true]) {
     t.equal(scans.length, 1, 'one scan of the primary key chooses the page')
     t.equal(scans[0]?.['Actual Rows'], 6, 'limit + 1 rows, not the 1,990 after the cursor')
     t.notOk(nodes(plan as PlanNode).some((n) => n['Node Type'] === 'Sort' && (n.Plans ?? []).some((input) => input['Actual Rows'] > 6)), 'nothing sorts more rows than the page')
+  })
+}
+
+for (const descending of [false, true]) {
+  t.test(`sortby=${descending ? '-' : ''}start_at, a page of 5 after a cursor: sources_organisation_start_idx is read for 6 rows`, async (t) => {
+    const n = descending ? ROWS - 10 : 10
+    const at = new Date(Date.UTC(2020, 0, 1) + n * 86_400_000).toISOString().replace('.000Z', 'Z')
+    const page = compileByShape((i: Parameters<typeof listPageQuery>[1]) => listPageQuery(queryBuilder, i), LIST_INPUT_SHAPE_KEYS)({
+      scope: { organisation: 'org-plan-start' }, filter: {}, page: { sort: [{ field: 'start_at', descending }, { field: 'id', descending }], after: { values: [at], id: `src_plst${String(n).padStart(18, '0')}` }, limit: 5 }, cap: 100
+    })
+    const plan = await db.connection().execute(async (conn) => {
+      await sql`SET enable_seqscan = off`.execute(conn)
+      await sql`SET enable_bitmapscan = off`.execute(conn)
+      try {
+        return (await conn.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, [...page.parameters]))).rows[0]?.['QUERY PLAN'][0].Plan
+      } finally {
+        await sql`RESET enable_seqscan`.execute(conn)
+        await sql`RESET enable_bitmapscan`.execute(conn)
+      }
+    })
+    const scans = nodes(plan as PlanNode).filter((x) => x['Index Name'] === 'sources_organisation_start_idx')
+    t.equal(scans.length, 1, 'one scan of the index chooses the page')
+    t.equal(scans[0]?.['Actual Rows'], 6, 'limit + 1 rows, not the 1,990 after the cursor')
+    t.notOk(nodes(plan as PlanNode).some((x) => x['Node Type'] === 'Sort' && (x.Plans ?? []).some((input) => input['Actual Rows'] > 6)), 'nothing sorts more rows than the page')
   })
 }
