@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { SourcesConfig } from '../config.js'
-import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
+import { ApiError, errorResponses, summarise } from '../errors.js'
 import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
 import { OPENAPI_MEDIA_TYPE, noBody, sentAs } from '../http/openapi.js'
 import { SECURITY, WRITE_SECURITY } from '../http/security.js'
@@ -18,7 +18,7 @@ import { featureOf } from '../sources/rejections.js'
 import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
 import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
-import { CRS84, type CrsCatalogue, crsHeader, outputOf } from '../sources/crs.js'
+import { CRS84, type Crs, type CrsCatalogue, crsHeader, outputOf } from '../sources/crs.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
 import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, IdPropertySchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
@@ -28,7 +28,7 @@ import { decodeCursor, queryDigest } from './features.cursor.js'
 import { itemsBody } from './features.pager.js'
 import { ITEM_FORMATS, type FormatKey, formatByKey, formatByName, formattedItems } from './formats/formats.js'
 import { sendHtmlPage } from './html-page.js'
-import { parseCrs, parseItemsQuery } from './features.query.js'
+import { parseItemsQuery } from './features.query.js'
 import { ATTRIBUTE_PREFIX } from './filters/cql2.js'
 import type { AttributeType, DeclaredAttribute } from '../sources/attribute-schemas.js'
 import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
@@ -307,13 +307,8 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     return untyped.type(format === 'csv' ? 'text/csv; charset=utf-8' : type).header('content-disposition', `inline; filename="sources.${formatByKey(format).extension}"`).send(body)
   })
 
-  /** The crs parameter of a read: CRS84 when absent, 400 listing those served when unknown. */
-  const readCrs = (text: string | undefined) => {
-    const details: ErrorDetail[] = []
-    const crs = parseCrs(text, catalogue, '?crs', details)
-    if (details.length > 0) throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
-    return crs
-  }
+  /** The crs parameter of a read: CRS84 when absent (Part 2: Content-Crs on every answer with features), 400 listing those served when unknown. */
+  const readCrs = (text: string | undefined) => catalogue.read(text) ?? catalogue.read(CRS84) as Crs
 
   app.get('/collections/sources/items/:id', {
     onRequest: [sendHtmlPage, app.authenticate],

@@ -134,7 +134,7 @@ function propertiesDocumentSchema (what: string, dollars = true) {
   })
 }
 
-const CRS_PARAMETER = param('The CRS of the geometry in the answer, one of the collection\'s crs (default CRS84), in its axis order; the Content-Crs header names it.')
+const CRS_PARAMETER = SourceReadQuerySchema.properties.crs
 export const ItemReadQuerySchema = Type.Object({
   as_of: SourceReadQuerySchema.properties.as_of,
   crs: CRS_PARAMETER,

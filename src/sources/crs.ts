@@ -11,6 +11,7 @@
 // EPSG:3035, EPSG:31467) has its coordinates swapped (ST_FlipCoordinates) on the way out and in.
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { ApiError, summarise } from '../errors.js'
 
 export const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 export const EPSG_PREFIX = 'http://www.opengis.net/def/crs/EPSG/0/'
@@ -119,6 +120,15 @@ export class CrsCatalogue {
   /** The message of a 400 for a CRS not served. */
   unknown (given: string): string {
     return `${JSON.stringify(given)} is not a CRS served here; one of: ${this.uris.join(', ')}`
+  }
+
+  /** The crs parameter of a read (undefined when absent); 400 listing those served when unknown. */
+  read (text: string | undefined): Crs | undefined {
+    if (text === undefined) return undefined
+    const crs = this.find(text)
+    if (crs !== undefined) return crs
+    const details = [{ pointer: '?crs', message: this.unknown(text) }]
+    throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
   }
 }
 

@@ -21,8 +21,8 @@ import { SourceOrVersionSchema, VersionsResponseSchema } from './source-feature.
 import type { SourceStore } from './sources.store.js'
 import type { AttributeSchemaStore } from './attribute-schemas.store.js'
 import { createSources, patch, remove, replace, versionsPage } from './source-changes.js'
-import { CHANGED, CHANGE_ERRORS, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from './source-replies.js'
-import type { CrsCatalogue } from './crs.js'
+import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from './source-replies.js'
+import { type CrsCatalogue, crsHeader, outputOf } from './crs.js'
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, schemas: AttributeSchemaStore, catalogue: CrsCatalogue }> = async (app, { config, store, schemas, catalogue }) => {
   // RFC 7946's media type, parsed exactly like application/json (same limits, same poisoning checks).
@@ -61,7 +61,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       security: SECURITY,
       querystring: SourceReadQuerySchema,
       response: {
-        200: sentAs('application/geo+json', SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER }),
+        200: sentAs('application/geo+json', SourceOrVersionSchema, 'The source; with as_of, the version held then.', { ETag: ETAG_HEADER, 'Content-Crs': CONTENT_CRS_HEADER }),
         304: noBody('Not modified: If-None-Match names the current version.', { ETag: ETAG_HEADER }),
         ...errorResponses(400, 401, 404, 410, 429, 500, 503)
       }
@@ -70,7 +70,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
     // A string is sent as it is; the typed reply wants the schema's object type, the plain
     // FastifyReply it extends takes any payload (the Feature text).
     const untyped: FastifyReply = reply
-    return await sendRead(store, request, untyped, request.query.id, request.query.as_of)
+    return await sendRead(store, request, untyped, request.query.id, request.query.as_of, catalogue.read(request.query.crs))
   })
 
   app.get('/sources/versions', {
@@ -82,9 +82,11 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       querystring: VersionsQuerySchema,
       response: { 200: VersionsResponseSchema, ...errorResponses(400, 401, 404, 429, 500, 503) }
     }
-  }, async (request) => {
+  }, async (request, reply) => {
     const self = new URL(request.url, `${request.protocol}://${request.host}`)
-    return await versionsPage(store, request.account.scope, request.query.id, self, Number(request.query.limit ?? 100), request.query.cursor)
+    const crs = catalogue.read(request.query.crs)
+    if (crs !== undefined) void reply.header('content-crs', crsHeader(crs))
+    return await versionsPage(store, request.account.scope, request.query.id, self, Number(request.query.limit ?? 100), request.query.cursor, crs === undefined ? undefined : { crs: outputOf(crs) })
   })
 
   app.put('/sources', {

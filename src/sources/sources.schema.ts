@@ -108,13 +108,18 @@ export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { de
 /** A PATCH body: any JSON object, checked by source-changes.ts `patchEdit` (which members, and the result). */
 export const MergePatchSchema = Type.Object({}, { additionalProperties: true, description: 'RFC 7396 merge patch of the Feature: geometry, and properties: start_at, end_at and the attributes (merged recursively; a null member removes one).' })
 
+/** `crs` of a read (OGC API – Features Part 2): the CRS of the geometry in the answer. */
+export const CrsParameterSchema = Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The CRS of the geometry in the answer, one of the collection\'s crs (default CRS84), in its axis order; the Content-Crs header names it.' }))
+
 export const SourceReadQuerySchema = Type.Object({
   id: SourceIdSchema,
-  as_of: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'RFC 3339 instant: the source as held then (404 if it did not exist yet, 410 if it was deleted by then).' }))
+  as_of: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'RFC 3339 instant: the source as held then (404 if it did not exist yet, 410 if it was deleted by then).' })),
+  crs: CrsParameterSchema
 })
 
 export const VersionsQuerySchema = Type.Object({
   id: SourceIdSchema,
   limit: Type.Optional(Type.String({ pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: 'Versions per page, 1 to 1,000 (default 100).' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'From the next link: the versions before this one.' }))
+  cursor: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'From the next link: the versions before this one.' })),
+  crs: CrsParameterSchema
 }, { additionalProperties: false })

@@ -82,6 +82,17 @@ t.test('EPSG:28992 in and out: Content-Crs, axis order, a round trip within 1 mm
   const versions = await get(`/collections/sources/items/${id}/versions?crs=${encodeURIComponent(EPSG(28992))}`)
   t.equal(versions.headers['content-crs'], `<${EPSG(28992)}>`)
   t.ok(maxDistance((versions.json() as { versions: Array<{ feature: Feature }> }).versions[0]?.feature.geometry?.coordinates[0] as Ring, rd) < 0.001, 'versions too')
+
+  // The seed's paths too: GET /sources/?id= (with as_of) and /sources/versions.
+  const seedPath = await get(`/sources/?id=${id}&crs=${encodeURIComponent(EPSG(28992))}`)
+  t.equal(seedPath.headers['content-crs'], `<${EPSG(28992)}>`)
+  t.ok(maxDistance((seedPath.json() as Feature).geometry?.coordinates[0] as Ring, rd) < 0.001, 'GET /sources/?id= too')
+  t.ok(maxDistance((await get(`/sources/?id=${id}&crs=EPSG:28992&as_of=${at}`)).json().geometry.coordinates[0] as Ring, rd) < 0.001, 'and its as_of')
+  const seedVersions = await get(`/sources/versions?id=${id}&crs=EPSG:28992`)
+  t.equal(seedVersions.headers['content-crs'], `<${EPSG(28992)}>`)
+  t.ok(maxDistance((seedVersions.json() as { versions: Array<{ feature: Feature }> }).versions[0]?.feature.geometry?.coordinates[0] as Ring, rd) < 0.001, '/sources/versions too')
+  t.equal((await get(`/sources/?id=${id}`)).headers['content-crs'], undefined, 'the seed\'s GET without crs is as it was')
+  t.equal((await get(`/sources/?id=${id}&crs=EPSG:9999`)).statusCode, 400, 'an unknown crs: 400')
 })
 
 t.test('bbox-crs: a box in a projected CRS, or in EPSG:4326 (latitude first)', async (t) => {
