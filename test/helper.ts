@@ -210,6 +210,20 @@ export async function addAccount (db: Kysely<Database>, { role = 'editor', organ
   return { ...account, password }
 }
 
+/** Every Feature of a listing, in order, following its next links from `url` (at most `maxPages`); a page that is not 200 throws. */
+export async function followPages (app: App, url: string, headers: Record<string, string>, maxPages = 100): Promise<Array<{ id: string, geometry: unknown, properties: Record<string, unknown> }>> {
+  const features: Array<{ id: string, geometry: unknown, properties: Record<string, unknown> }> = []
+  let next: string | undefined = url
+  for (let pages = 0; next !== undefined && pages < maxPages; pages++) {
+    const res = await app.inject({ method: 'GET', url: next.replace(/^http:\/\/[^/]+/, ''), headers })
+    if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`)
+    const page = res.json() as { features: typeof features, links: Array<{ rel: string, href: string }> }
+    features.push(...page.features)
+    next = page.links.find((l) => l.rel === 'next')?.href
+  }
+  return features
+}
+
 export async function login (app: App, email: string, password = PASSWORD): Promise<string> {
   const res = await app.inject({ method: 'POST', url: '/token', payload: { email, password } })
   if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`)

@@ -9,7 +9,7 @@ import { CollectionSchema, ConformanceSchema, LandingSchema } from '../../src/fe
 import { parseItemsQuery } from '../../src/features/features.query.js'
 import { crsCatalogue } from '../../src/sources/crs.js'
 import { propertiesWhere } from '../../src/sources/source-properties.js'
-import { backend, build, collection, expectError, feature, session } from '../helper.js'
+import { backend, build, collection, expectError, feature, followPages, session } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -35,18 +35,7 @@ const get = (url: string, headers: Record<string, string> = editorA.headers) => 
 interface Page { features: Array<{ id: string, properties: { feature_id: string, organisation: string } }>, links: Array<{ rel: string, href: string }>, numberReturned: number, numberMatched?: number, timeStamp: string }
 
 /** Follows next links from `url`, returning every feature id in order. */
-async function all (url: string, headers = editorA.headers): Promise<string[]> {
-  const ids: string[] = []
-  let next: string | undefined = url
-  for (let pages = 0; next !== undefined && pages < 100; pages++) {
-    const res = await get(next.replace(/^http:\/\/[^/]+/, ''), headers)
-    if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`)
-    const page = res.json() as Page
-    ids.push(...page.features.map((f) => f.properties.feature_id))
-    next = page.links.find((l) => l.rel === 'next')?.href
-  }
-  return ids
-}
+const all = async (url: string, headers = editorA.headers): Promise<string[]> => (await followPages(app, url, headers)).map((f) => f.properties.feature_id as string)
 
 t.test('landing page and conformance: no token, the links GIS clients need', async (t) => {
   const landing = await app.inject({ method: 'GET', url: '/', headers: { host: 'registry.example:8080' } })

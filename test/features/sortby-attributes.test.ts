@@ -4,7 +4,7 @@
 // sortables and returnables documents, and another organisation's names refused.
 import t from 'tap'
 import { sql } from 'kysely'
-import { build, collection, expectError, feature, session, square } from '../helper.js'
+import { build, collection, expectError, feature, followPages, session, square } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -37,18 +37,7 @@ if (seeded.statusCode !== 201) throw new Error(seeded.body)
 const get = (url: string, headers = editor.headers) => app.inject({ method: 'GET', url, headers })
 interface Page { features: Array<{ id: string, geometry: unknown, properties: Record<string, unknown> }>, links: Array<{ rel: string, href: string }> }
 
-async function paged (query: string, limit: number): Promise<string[]> {
-  const ids: string[] = []
-  let next: string | undefined = `/collections/sources/items?limit=${limit}&${query}`
-  for (let pages = 0; next !== undefined && pages < 50; pages++) {
-    const res = await get(next.replace(/^http:\/\/[^/]+/, ''))
-    if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`)
-    const page = res.json() as Page
-    ids.push(...page.features.map((f) => f.id))
-    next = page.links.find((l) => l.rel === 'next')?.href
-  }
-  return ids
-}
+const paged = async (query: string, limit: number): Promise<string[]> => (await followPages(app, `/collections/sources/items?limit=${limit}&${query}`, editor.headers, 50)).map((f) => f.id)
 
 const sqlOrder = async (orderBy: string) =>
   (await sql<{ id: string }>`SELECT id FROM sources WHERE organisation = 'org-attr-sort' ORDER BY ${sql.raw(orderBy)}`.execute(db)).rows.map((r) => r.id)

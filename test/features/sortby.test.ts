@@ -4,7 +4,7 @@
 import t from 'tap'
 import { sql } from 'kysely'
 import { SORTABLE, RETURNABLE } from '../../src/sources/source-properties.js'
-import { build, collection, expectError, feature, session } from '../helper.js'
+import { build, collection, expectError, feature, followPages, session } from '../helper.js'
 
 const ctx = await build(t)
 const { app, db } = ctx
@@ -23,18 +23,7 @@ const get = (url: string) => app.inject({ method: 'GET', url, headers: editor.he
 interface Page { features: Array<{ id: string, geometry: unknown, properties: Record<string, unknown> }>, links: Array<{ rel: string, href: string }> }
 
 /** Every id, following next links with pages of `limit`. */
-async function paged (query: string, limit: number): Promise<string[]> {
-  const ids: string[] = []
-  let next: string | undefined = `/collections/sources/items?limit=${limit}&${query}`
-  for (let pages = 0; next !== undefined && pages < 50; pages++) {
-    const res = await get(next.replace(/^http:\/\/[^/]+/, ''))
-    if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`)
-    const page = res.json() as Page
-    ids.push(...page.features.map((f) => f.id))
-    next = page.links.find((l) => l.rel === 'next')?.href
-  }
-  return ids
-}
+const paged = async (query: string, limit: number): Promise<string[]> => (await followPages(app, `/collections/sources/items?limit=${limit}&${query}`, editor.headers, 50)).map((f) => f.id)
 
 /** The ids in the order PostgreSQL gives for this ORDER BY. */
 const sqlOrder = async (orderBy: string) => (await sql<{ id: string }>`SELECT id FROM sources WHERE organisation = 'org-sort' ORDER BY ${sql.raw(orderBy)}`.execute(db)).rows.map((r) => r.id)

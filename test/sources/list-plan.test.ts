@@ -26,23 +26,27 @@ await sql`ANALYZE sources`.execute(db)
 interface PlanNode { 'Node Type': string, 'Index Name'?: string, 'Actual Rows': number, 'Actual Loops': number, Plans?: PlanNode[] }
 const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)]
 
+/** EXPLAIN ANALYZE of a page's statement as on a large table: rows reached by an index, not a scan of all. */
+async function explained (page: { sql: string, parameters: readonly unknown[] }): Promise<PlanNode | undefined> {
+  return await db.connection().execute(async (conn) => {
+    await sql`SET enable_seqscan = off`.execute(conn)
+    await sql`SET enable_bitmapscan = off`.execute(conn)
+    try {
+      return (await conn.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, [...page.parameters]))).rows[0]?.['QUERY PLAN'][0].Plan
+    } finally {
+      await sql`RESET enable_seqscan`.execute(conn)
+      await sql`RESET enable_bitmapscan`.execute(conn)
+    }
+  })
+}
+
 for (const descending of [false, true]) {
   t.test(`a page of 5 after a cursor, id ${descending ? 'descending' : 'ascending'}: the primary key is read for 6 rows`, async (t) => {
     const cursor = `src_plan${String(descending ? ROWS - 10 : 10).padStart(18, '0')}`
     const page = compileByShape((i: Parameters<typeof listPageQuery>[1]) => listPageQuery(queryBuilder, i), LIST_INPUT_SHAPE_KEYS)({
       scope: { organisation: 'org-plan' }, filter: {}, page: { sort: [{ field: 'id', descending }], after: { values: [], id: cursor }, limit: 5 }, cap: 100
     })
-    const plan = await db.connection().execute(async (conn) => {
-      // As on a large table: the rows after the cursor are reached by the primary key.
-      await sql`SET enable_seqscan = off`.execute(conn)
-      await sql`SET enable_bitmapscan = off`.execute(conn)
-      try {
-        return (await conn.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, [...page.parameters]))).rows[0]?.['QUERY PLAN'][0].Plan
-      } finally {
-        await sql`RESET enable_seqscan`.execute(conn)
-        await sql`RESET enable_bitmapscan`.execute(conn)
-      }
-    })
+    const plan = await explained(page)
     t.ok(plan !== undefined, 'EXPLAIN gave a plan')
     const scans = nodes(plan as PlanNode).filter((n) => n['Index Name'] === 'sources_pkey' && n['Actual Loops'] === 1)
     t.equal(scans.length, 1, 'one scan of the primary key chooses the page')
@@ -58,16 +62,7 @@ for (const descending of [false, true]) {
     const page = compileByShape((i: Parameters<typeof listPageQuery>[1]) => listPageQuery(queryBuilder, i), LIST_INPUT_SHAPE_KEYS)({
       scope: { organisation: 'org-plan-start' }, filter: {}, page: { sort: [{ field: 'start_at', descending }, { field: 'id', descending }], after: { values: [at], id: `src_plst${String(n).padStart(18, '0')}` }, limit: 5 }, cap: 100
     })
-    const plan = await db.connection().execute(async (conn) => {
-      await sql`SET enable_seqscan = off`.execute(conn)
-      await sql`SET enable_bitmapscan = off`.execute(conn)
-      try {
-        return (await conn.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(CompiledQuery.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${page.sql}`, [...page.parameters]))).rows[0]?.['QUERY PLAN'][0].Plan
-      } finally {
-        await sql`RESET enable_seqscan`.execute(conn)
-        await sql`RESET enable_bitmapscan`.execute(conn)
-      }
-    })
+    const plan = await explained(page)
     const scans = nodes(plan as PlanNode).filter((x) => x['Index Name'] === 'sources_organisation_start_idx')
     t.equal(scans.length, 1, 'one scan of the index chooses the page')
     t.equal(scans[0]?.['Actual Rows'], 6, 'limit + 1 rows, not the 1,990 after the cursor')
