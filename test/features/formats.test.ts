@@ -33,6 +33,15 @@ const get = (url: string, headers: Record<string, string> = {}) => app.inject({ 
 const reference = (await get('/collections/sources/items?limit=1000')).json() as { features: Feature[] }
 /** As GDAL writes a feature to GeoJSON: every value as text, to compare with the reference. */
 const asText = (v: unknown): string => v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)
+/**
+ * A date-time in milliseconds, its fraction rounded as GDAL rounds the service's microseconds
+ * (.01966 → .020); Date.parse truncates it (.019), which made equal instants differ whenever the
+ * sub-millisecond part was .5 or more.
+ */
+const instantMs = (text: string): number => {
+  const fraction = /\.(\d+)/.exec(text)?.[1] ?? ''
+  return Date.parse(text.replace(/\//g, '-').replace(/\.\d+/, '')) + Math.round(Number(`0.${fraction || '0'}`) * 1000)
+}
 const expected = new Map(reference.features.map((f) => [f.id, f]))
 
 /** ogr2ogr of a downloaded file to GeoJSON, as { id → feature }. */
@@ -67,7 +76,7 @@ function sameFeatures (t: { same: (a: unknown, b: unknown, m: string) => void, e
     if (JSON.stringify(f.geometry.coordinates) !== JSON.stringify(want.geometry.coordinates)) differences++
     for (const [name, value] of Object.entries(want.properties)) {
       const v = f.properties[name]
-      const text = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && typeof v === 'string' ? new Date(v.replace(/\//g, '-')).toISOString() === new Date(value).toISOString() : asText(v).replace(/\s/g, '') === asText(value).replace(/\s/g, '')
+      const text = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) && typeof v === 'string' ? instantMs(v) === instantMs(value) : asText(v).replace(/\s/g, '') === asText(value).replace(/\s/g, '')
       if (!text) { differences++; t.comment(`${what} ${id} ${name}: ${asText(v)} ≠ ${asText(value)}`) }
     }
   }
