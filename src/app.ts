@@ -13,6 +13,7 @@ import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/
 import { collectRouteMethods } from './http/method-not-allowed.js'
 import { swaggerOptions } from './http/openapi.js'
 import openApiRoutes from './http/openapi.routes.js'
+import { AJV_OPTIONS } from './http/validation.js'
 import { sourceStore } from './sources/sources.store.js'
 import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
 import dbPlugin from './plugins/db.js'
@@ -84,10 +85,8 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     // its maxParamLength: 414) and Node's (431, 408, not HTTP) in the one error shape.
     frameworkErrors: errorHandler,
     clientErrorHandler: clientErrorHandler({ headersMs: section.http.HTTP_HEADERS_TIMEOUT_MS, requestMs: section.http.HTTP_REQUEST_TIMEOUT_MS }),
-    // No type coercion: "1" is not a number and 1 is not a string in a GeoJSON body. The
-    // discriminator tells a Polygon from a MultiPolygon by its type (sources.schema.ts AreaSchema);
-    // verbose gives its issue the alternatives, named in the message (http/validation.ts).
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, discriminator: true, verbose: true } }
+    // No coercion, the Polygon/MultiPolygon discriminator, verbose issues: http/validation.ts.
+    ajv: { customOptions: { ...AJV_OPTIONS } }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // JSON only: without its default text/plain parser, any other media type is a 415.

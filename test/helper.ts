@@ -266,8 +266,8 @@ export interface RunningService {
   child: ChildProcess
   /** Every line the process wrote, stdout and stderr, as it came. */
   lines: string[]
-  /** Resolves once a line matching `pattern` has been written. */
-  waitFor: (pattern: RegExp, ms?: number) => Promise<string>
+  /** Resolves once a line matching `pattern` has been written (at index `from` of `lines` or later: an event after a point in the test, not an earlier one alike). */
+  waitFor: (pattern: RegExp, ms?: number, from?: number) => Promise<string>
 }
 
 /** A loopback port free right now (for a server a test starts). */
@@ -316,8 +316,8 @@ export async function startService (t: Tap & { fail: (message: string) => unknow
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await exited
   })
-  const waitFor = (pattern: RegExp, ms = 60_000): Promise<string> => {
-    const seen = lines.find((l) => pattern.test(l))
+  const waitFor = (pattern: RegExp, ms = 60_000, from = 0): Promise<string> => {
+    const seen = lines.slice(from).find((l) => pattern.test(l))
     if (seen !== undefined) return Promise.resolve(seen)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${ms} ms; output:\n${lines.join('\n')}`)), ms)

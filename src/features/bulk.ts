@@ -14,10 +14,10 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { Readable } from 'node:stream'
-import { Value } from '@sinclair/typebox/value'
 import { deserialize as readFlatGeobuf } from 'flatgeobuf/lib/mjs/geojson.js'
 import type { Scope } from '../db/database.js'
 import { ApiError } from '../errors.js'
+import { bodyChecker } from '../http/validation.js'
 import { createSources } from '../sources/source-changes.js'
 import { FeatureInputSchema, type FeatureInput } from '../sources/sources.schema.js'
 import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
@@ -103,6 +103,10 @@ export async function * readFeatures (file: string): AsyncGenerator<unknown> {
   }
 }
 
+// Checked as POST /sources checks each feature (Ajv, the routes' options): the area is a oneOf
+// told apart by its type, which TypeBox's Value.Check refuses to read ("Unknown type").
+const checkFeature = bodyChecker(FeatureInputSchema)
+
 /** What a client may send of a Feature (its own feature id, the period, the attributes, the geometry: the service's other properties are ignored as POST ignores them), or why not. */
 export function asInput (f: unknown): FeatureInput | string {
   if (typeof f !== 'object' || f === null) return 'not a GeoJSON Feature'
@@ -111,9 +115,8 @@ export function asInput (f: unknown): FeatureInput | string {
   // An export's Feature id is the registry's (src_…); the client's own is its feature_id.
   const featureId = properties?.feature_id ?? id
   const input = { type: 'Feature', id: typeof featureId === 'number' ? String(featureId) : featureId, properties: { ...properties }, geometry }
-  if (Value.Check(FeatureInputSchema, input)) return input
-  const first = Value.Errors(FeatureInputSchema, input).First()
-  return first === undefined ? 'not a valid Feature' : `${first.path === '' ? '/' : first.path}: ${first.message}`
+  const [first] = checkFeature(input)
+  return first === undefined ? input as FeatureInput : `${first.pointer === '' ? '/' : first.pointer}: ${first.message}`
 }
 
 /** The client's feature id of something read, when it has one (to name a refused feature). */

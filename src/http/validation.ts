@@ -1,7 +1,18 @@
 // Ajv's schema-validation issues → error details with JSON pointers into the request
 // ("/features/2/geometry/type"; "?id" for a query parameter). A route may name the code its body
 // failures carry and add context to each pointer (the sources routes name the feature).
+import { Ajv } from 'ajv'
+import type { TSchema } from '@sinclair/typebox'
 import type { ErrorCode, ErrorDetail } from '../errors.js'
+
+/**
+ * How request bodies are checked (Fastify's Ajv, app.ts, and whatever checks a body outside a
+ * route, such as the CLI's import). No type coercion: "1" is not a number and 1 is not a string
+ * in a GeoJSON body. The discriminator tells a Polygon from a MultiPolygon by its type
+ * (sources.schema.ts AreaSchema, an OpenAPI oneOf that TypeBox's own Value.Check cannot read);
+ * verbose gives its issue the alternatives, named in the message.
+ */
+export const AJV_OPTIONS = { coerceTypes: false, removeAdditional: false, discriminator: true, verbose: true } as const
 
 /** Extra fields for a detail at `pointer` into `body` (e.g. which feature it is in). */
 export type DescribePointer = (pointer: string, body: unknown) => Partial<ErrorDetail>
@@ -85,4 +96,13 @@ function valueAt (value: unknown, pointer: string): unknown {
     node = (node as Record<string, unknown>)[token.replace(/~1/g, '/').replace(/~0/g, '~')]
   }
   return node
+}
+
+/**
+ * A body schema compiled as the routes compile theirs (AJV_OPTIONS), for a check outside a route:
+ * the details of the first issue, as a route would give them, or none.
+ */
+export function bodyChecker (schema: TSchema): (value: unknown) => ErrorDetail[] {
+  const validate = new Ajv({ ...AJV_OPTIONS, allErrors: false }).compile(schema)
+  return (value) => validate(value) ? [] : validationDetails((validate.errors ?? []) as ValidationIssue[], 'body', value)
 }

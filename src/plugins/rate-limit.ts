@@ -24,7 +24,12 @@ export default fp<{ config: LimitsConfig }>(async (app, { config }) => {
       connectTimeout: config.REDIS_TIMEOUT_MS,
       maxRetriesPerRequest: 0,
       retryStrategy: (times) => Math.min(times * 200, 2000),
-      lazyConnect: false
+      // Connected once the app is built (onReady), not while it is being built: the plugins and
+      // routes registered after this one hold the event loop for seconds on a busy machine, and
+      // the connect timeout, a timer, then fires before the connection's own event is read. That
+      // was an outage at every start-up ("connect ETIMEDOUT", limits not enforced) whose
+      // "reachable again" line told a waiting test that a later outage was over.
+      lazyConnect: true
     })
     let down = false
     redis.on('error', (err: Error) => {
@@ -37,6 +42,9 @@ export default fp<{ config: LimitsConfig }>(async (app, { config }) => {
       down = false
     })
     const client = redis
+    // Not awaited: a Redis that is away at start-up is an outage like any other (fail open,
+    // warned by the error handler above, retried by retryStrategy), not a failed start.
+    app.addHook('onReady', async () => { client.connect().catch(() => {}) })
     app.addHook('onClose', async () => { client.disconnect() })
   }
   await app.register(rateLimit, {

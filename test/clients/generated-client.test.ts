@@ -13,14 +13,6 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import { openDatabase } from '../../src/db/open.js'
 import { addAccount, createDatabase, startService, targetConfig, tempDir } from '../helper.js'
 
-// Since the merge of the item formats (issue 48) this file's root test ends before its first
-// subtest on both backends ("cannot create subtest after parent test ends"), and there was no time
-// left to find why before the stop: skipped until it is (said in the closing note).
-if (process.env.TEST_GENERATED_CLIENT !== 'true') {
-  t.plan(0, 'skipped until the root test ending early is found (TEST_GENERATED_CLIENT=true runs it)')
-  process.exit(0)
-}
-
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 
@@ -29,9 +21,13 @@ const { db } = await openDatabase(targetConfig(target), { poolMax: 1 })
 const account = await addAccount(db, { role: 'editor', organisation: 'org-client' })
 await db.destroy()
 const service = await startService(t, target)
+// No assertion at the top level until the last await before the subtests: once the root test has
+// a teardown (the service's), tap ends it when it is idle for three timer turns, and an assertion
+// makes it idle. Reading the document (larger since the six media types of the items) took longer
+// than that, and the subtests then came after the end.
 const served = await fetch(`${service.base}/openapi.json`)
-t.equal(served.status, 200)
 const document = await served.json() as { paths: Record<string, Record<string, unknown>> }
+t.equal(served.status, 200)
 
 /** A directory with the flow, the types generated from `doc`, a tsconfig, and the project's node_modules. */
 async function project (doc: unknown): Promise<string> {

@@ -217,12 +217,11 @@ async function inBrowser (executablePath: string): Promise<void> {
     t.match(await text('#message-details'), /Feature 1 \(P-2\): invalid multipolygon: Self-intersection.*\(\/features\/1\/geometry\/coordinates\/0\/0\)/, 'the refused feature, its id and its reason')
   })
 
-  // Skipped since the merges of this stop (said in its closing note): the upload's new id picker
-  // (issue 45) leaves the dropped areas out of view, and the items' HTML page (issue 48) is no longer
-  // the map page this case signs in on.
-  const SKIP_AFTER_MERGES = process.env.TEST_BROWSER_ALL === 'true' ? false : 'fails since the merges of issues 45 and 48: to fix first (TEST_BROWSER_ALL=true runs it)'
-  t.test('drop a GeoJSON file on the map: the created ids, the areas drawn', { skip: SKIP_AFTER_MERGES }, async (t) => {
+  t.test('drop a GeoJSON file on the map: the created ids, the areas drawn and in view', async (t) => {
+    // Away from where the previous upload left the view (its refused parcel, 11.9° E): the page
+    // brings what it created into view.
     const dropped = JSON.stringify(collection(feature('dropped-1', { coordinates: placed('dropped-1', 11.41, 50.01) })))
+    t.notOk((await pixelAt(page, ...inside('dropped-1'))).inView, 'not in view before the drop')
     await page.evaluate((text) => {
       const data = new DataTransfer()
       data.items.add(new File([text], 'dropped.geojson', { type: 'application/geo+json' }))
@@ -286,7 +285,7 @@ async function inBrowser (executablePath: string): Promise<void> {
     t.equal(await page.evaluate(() => sessionStorage.length), 0, 'the token is gone')
   })
 
-  t.test('behind a path prefix (a proxy serving the service under /registry/)', { skip: SKIP_AFTER_MERGES }, async (t) => {
+  t.test('behind a path prefix (a proxy serving the service under /registry/)', async (t) => {
     const upstream = new URL(service.base)
     const proxy = createServer((req, res) => {
       if (!req.url?.startsWith('/registry/')) { res.writeHead(404).end(); return }
@@ -299,12 +298,19 @@ async function inBrowser (executablePath: string): Promise<void> {
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
     t.teardown(() => { proxy.close() })
     const prefixed = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/registry`
-    await page.goto(`${prefixed}/collections/sources/items?f=html&bbox=9.9,49.9,11.6,50.4`)
-    t.equal(page.url(), `${prefixed}/map?bbox=9.9%2C49.9%2C11.6%2C50.4`, 'items as HTML: the map page, under the prefix, with the query')
+    // The items as HTML: the page for people (issue 48), signed in there, its data read under the prefix.
+    const bbox = '10.15,49.95,10.7,50.05'
+    await page.goto(`${prefixed}/collections/sources/items?f=html&bbox=${bbox}`)
+    await page.waitForSelector('#sign-in-form')
     await page.type('#email', editor.email)
     await page.type('#password', editor.password)
     await page.click('#sign-in-form button[type=submit]')
+    await page.waitForSelector('#features tbody tr')
+    t.same((await page.$$eval('#features tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent))).sort(), ['a-1', 'a-3'], 'items as HTML under the prefix: the sources in the bbox')
+    t.equal(await page.$eval('header a[href$="map"]', (a) => (a as HTMLAnchorElement).href), `${prefixed}/map`, 'its link to the map stays under the prefix')
+    // The map page, in the same tab's session, with that box as its first view.
     const before = tileRequests.length
+    await page.goto(`${prefixed}/map?bbox=${bbox}`)
     await waitForSources(['a-1', 'a-3'])
     t.ok(tileRequests.slice(before).some((r) => r.url.startsWith(`${prefixed}/collections/sources/tiles/WebMercatorQuad/`)), 'tiles asked under the prefix')
     await page.click('#sign-out')
@@ -312,7 +318,7 @@ async function inBrowser (executablePath: string): Promise<void> {
 
   t.test('no errors in the page (CSP included), and a screenshot', async (t) => {
     await signIn(editor)
-    await waitForSources(SKIP_AFTER_MERGES === false ? ['a-1', 'a-3', 'dropped-1'] : ['a-1', 'a-3'])
+    await waitForSources(['a-1', 'a-3', 'dropped-1'])
     await page.screenshot({ path: 'test-output/map/map.png' })
     t.same(problems, [])
   })

@@ -1,7 +1,8 @@
 // Tiles are drawn TILES_CONCURRENCY at a time (never more than DB_POOL_MAX − 1); the others wait
 // in order holding no connection, up to TILES_QUEUE of them, and beyond that get 503 with
-// Retry-After at once. A revalidation (304) never waits: it reads only the change counters. A
-// client that leaves while its tile waits gives its place back. The draw is held in the database
+// Retry-After at once. A revalidation (304) never waits: it reads only the change counters; nor
+// does a tile the cache holds (TILES_CACHE_BYTES, on at its default here): the counters read, it
+// is sent from memory. A client that leaves while its tile waits gives its place back. The draw is held in the database
 // by a lock on source_conflict_pairs (every tile query reads it), so the test sees the queue as
 // it is in service. Server backend only: the embedded database has a single connection.
 import t from 'tap'
@@ -14,10 +15,9 @@ if (backend === 'embedded') {
   t.plan(0, 'server backend only: holding a tile in the database needs a second connection')
 } else {
   // DB_POOL_MAX 2: one tile at a time whatever TILES_CONCURRENCY says, one connection left.
-  // The drawing queue alone: with the tile cache on (issue 50), its counter reads wait behind this
-  // test's lock and time out (503) instead of the revalidation answering; said in the stop's
-  // closing note, to look into.
-  const ctx = await build(t, { DB_POOL_MAX: 2, TILES_CONCURRENCY: 8, TILES_QUEUE: 2, TILES_CACHE_BYTES: 0 })
+  // Each tile drawn here is one not asked before (its own datetime): the cache holds only the
+  // first, which is what the revalidation and the answer from memory ask for.
+  const ctx = await build(t, { DB_POOL_MAX: 2, TILES_CONCURRENCY: 8, TILES_QUEUE: 2 })
   const editor = await session(ctx, 'editor', 'org-q')
   const created = await ctx.app.inject({ method: 'POST', url: '/sources', headers: editor.headers, payload: collection(feature('queued', { coordinates: [[[10, 50], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50]]] })) })
   await ctx.app.listen({ host: '127.0.0.1', port: 0 })
@@ -30,18 +30,18 @@ if (backend === 'embedded') {
   await locker.connect()
   t.teardown(() => locker.end())
 
-  t.test('one drawn, two waiting, the next refused at once; a revalidation answers meanwhile', async (t) => {
+  t.test('one drawn, two waiting, the next refused at once; a revalidation and a cached tile answer meanwhile', async (t) => {
     t.equal(created.statusCode, 201)
     const first = await get(tileUrl(tile))
     t.equal(first.status, 200)
     const etag = first.headers.get('etag') ?? ''
-    await first.arrayBuffer()
+    const firstBytes = Buffer.from(await first.arrayBuffer())
 
     await locker.query('BEGIN')
     await locker.query('LOCK TABLE source_conflict_pairs IN ACCESS EXCLUSIVE MODE')
     const settled: string[] = []
     const track = (name: string, p: Promise<Response>) => p.then(async (r) => { settled.push(name); await r.arrayBuffer(); return r })
-    const drawing = track('drawing', get(tileUrl(tile)))
+    const drawing = track('drawing', get(tileUrl(tile, '?datetime=2024-05-01T00:00:00Z')))
     // The holder is in the database, waiting for the lock, before the others ask.
     for (let i = 0; i < 100; i++) {
       const { rows } = await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'source_conflict_pairs'::regclass AND NOT granted")
@@ -59,6 +59,10 @@ if (backend === 'embedded') {
 
     const revalidated = await get(tileUrl(tile), { 'if-none-match': etag })
     t.equal(revalidated.status, 304, 'a revalidation needs no drawing and finds a connection')
+    const fromMemory = await get(tileUrl(tile))
+    t.equal(fromMemory.status, 200, 'the tile the cache holds: sent while the queue is full, not refused')
+    t.equal(fromMemory.headers.get('etag'), etag, 'as drawn before')
+    t.same(Buffer.from(await fromMemory.arrayBuffer()), firstBytes, 'the same bytes')
     t.same(settled, [], 'meanwhile nothing drawn')
 
     await locker.query('COMMIT')

@@ -154,6 +154,10 @@ export class FlatGeobufWriter {
   async add (f: OutFeature): Promise<void> {
     if (this.meta === undefined) await this.start(f)
     if (f.geometry === null) return
+    // The header's geometry type is the one every feature has, or Unknown when they differ (a
+    // Polygon beside a MultiPolygon): readers take a feature's own type only under Unknown, and
+    // would read a MultiPolygon as the header's Polygon.
+    if (GEOMETRY_TYPE[f.geometry.type] !== this.geometryType) this.geometryType = GeometryType.Unknown
     const meta = this.meta as HeaderMeta
     const g = f.geometry as Parameters<typeof parseGeometry>[0]
     const parsed = f.geometry.type === 'GeometryCollection' ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0]) : parseGeometry(g)

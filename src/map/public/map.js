@@ -239,7 +239,7 @@
   }
   function filterFromUrl () {
     const hash = new URLSearchParams(location.hash.slice(1))
-    const query = new URLSearchParams(location.search) // from a redirect of items?f=html
+    const query = new URLSearchParams(location.search) // a link to map?datetime=…
     $('from').value = hash.get('from') || ''
     $('to').value = hash.get('to') || ''
     const dt = query.get('datetime')
@@ -426,6 +426,8 @@
       const body = await api(`sources${query}`, { method: 'POST', headers: { 'content-type': 'application/geo+json' }, body: text })
       const ids = (body.sources || []).map((s) => `${s.id} (${s.feature_id})`)
       say(`${name}: ${body.message}`, { details: ids })
+      // The file's areas in view: a file from disk may lie anywhere, and a refused one is shown too.
+      fitTo(parsed && Array.isArray(parsed.features) ? parsed.features : parsed ? [parsed] : [])
       drawSources({ afterWrite: true })
     } catch (err) {
       if (err.status === 401) return
@@ -436,6 +438,15 @@
       })
       highlight(parsed, details)
     }
+  }
+  /** The view over these features' areas (Polygons and MultiPolygons). */
+  function fitTo (features) {
+    const shapes = features.filter((f) => f && f.geometry && (f.geometry.type === 'Polygon' || f.geometry.type === 'MultiPolygon'))
+    if (shapes.length === 0) return
+    try {
+      const bounds = L.geoJSON({ type: 'FeatureCollection', features: shapes.map((f) => ({ type: 'Feature', properties: {}, geometry: f.geometry })) }).getBounds()
+      if (bounds.isValid()) map.fitBounds(bounds, { padding: [30, 30], maxZoom: 14 })
+    } catch { /* a geometry Leaflet cannot read: the tiles show what was stored */ }
   }
   // The features a rejection points at (/features/N/…), drawn dashed where they have a geometry.
   function highlight (collection, details) {
@@ -550,7 +561,7 @@
     map.invalidateSize()
     const bbox = (new URLSearchParams(location.search).get('bbox') || '').split(',').map(Number)
     if (!fittedOnce && bbox.length === 4 && bbox.every(Number.isFinite) && bbox[0] <= bbox[2]) {
-      // From a redirect of items?bbox=…&f=html: that box is the first view.
+      // A link to map?bbox=… (the items page for people no longer redirects here): that box is the first view.
       fittedOnce = true
       map.fitBounds([[bbox[1], bbox[0]], [bbox[3], bbox[2]]])
     }
