@@ -2,6 +2,7 @@
 // and which versions If-Match names, read from the request; the source sent with its ETag (304
 // when If-None-Match names it); and the OpenAPI description of a change's answer.
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, summarise } from '../errors.js'
 import { sentAs } from '../http/openapi.js'
 import { ifMatch, notModified } from '../http/preconditions.js'
 import { headerDoc } from '../schemas/primitives.js'
@@ -19,6 +20,26 @@ export const CHANGED = sentAs(GEOJSON, SourceFeatureSchema, 'The source as chang
 export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
 
 export const actorOf = (request: FastifyRequest): Actor => ({ by: `@${request.account.id}`, scope: request.account.scope })
+
+const KEY = /^ck_[0-9a-f]{40}$/
+
+/**
+ * The conflict keys a write made knowingly cites (Conflict-Keys: k1,k2), or undefined when it is
+ * not made knowingly: on_conflict=acknowledge, or no on_conflict under CONFLICT_POLICY=acknowledge.
+ * A malformed key is a 400. Without acknowledge the header is ignored.
+ */
+export function conflictKeysOf (request: FastifyRequest, onConflict: string | undefined, policy: string): string[] | undefined {
+  if ((onConflict ?? policy) !== 'acknowledge') return undefined
+  const header = request.headers['conflict-keys']
+  const text = Array.isArray(header) ? header.join(',') : header ?? ''
+  const keys = [...new Set(text.split(',').map((k) => k.trim()).filter((k) => k !== ''))]
+  const bad = keys.find((k) => !KEY.test(k))
+  if (bad !== undefined) {
+    const details = [{ pointer: 'Conflict-Keys', message: `${bad.slice(0, 60)} is not a conflict key (ck_ and 40 hex digits, as a 409 CONFLICT_KEYS_REQUIRED lists them)` }]
+    throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+  }
+  return keys
+}
 
 /** The versions a change's If-Match names (428 without it where `required`; undefined: any). */
 export const versionsOf = (request: FastifyRequest, required: boolean): number[] | undefined => ifMatch(request.headers['if-match'], required)
