@@ -135,7 +135,8 @@ t.test('PUT and PATCH, on /sources and on the OGC items path: new conflicts need
   t.equal(res.statusCode, 200, res.body)
   t.same(await stances(mine, theirs), ['acknowledged', 'open'])
   // A PATCH that keeps the overlap starts no conflict: no key needed.
-  const patch = (url: string, etag: string, body: unknown, headers = a.headers) => app.inject({ method: 'PATCH', url, headers: { ...headers, 'content-type': 'application/merge-patch+json', 'if-match': etag }, payload: body })
+  const patch = async (url: string, etag: string, body: Record<string, unknown>, headers: Headers = a.headers) =>
+    await app.inject({ method: 'PATCH', url, headers: { ...headers, 'content-type': 'application/merge-patch+json', 'if-match': etag }, payload: body })
   const kept = await patch(`/sources/?id=${mine}&on_conflict=acknowledge`, 'W/"2"', { properties: { note: 'still here' } })
   t.equal(kept.statusCode, 200, kept.body)
   // A PATCH onto a third organisation's land: its key.
