@@ -49,7 +49,7 @@ const watchesRoutes: FastifyPluginAsyncTypebox<{ config: EventsConfig, store: Wa
       tags: TAGS,
       security: WRITE_SECURITY,
       body: CreateWatchSchema,
-      response: { 201: WatchSchema, ...errorResponses(400, 401, 403, 413, 415, 422, 429, 500, 503) }
+      response: { 201: WatchSchema, ...errorResponses(400, 401, 403, 408, 413, 415, 422, 429, 500, 503) }
     }
   }, async (request, reply) => {
     const body = request.body
