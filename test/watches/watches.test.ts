@@ -4,6 +4,8 @@
 // a source outside the area or the period, or that fails the filter; the size limit; and another
 // organisation sees nothing of a watch (404).
 import t from 'tap'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Value } from '@sinclair/typebox/value'
 import { sql } from 'kysely'
 import { CloudEventSchema } from '../../src/events/events.schema.js'
@@ -11,7 +13,8 @@ import { WatchListSchema, WatchSchema } from '../../src/watches/watches.schema.j
 import { inlineParameters } from '../../src/watches/watch-filter.js'
 import { build, collection, expectError, feature, session } from '../helper.js'
 
-const ctx = await build(t)
+// Webhooks to a receiver on loopback (as in development).
+const ctx = await build(t, { WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_RETRY_BASE_MS: 50 })
 const { app } = ctx
 const a = await session(ctx, 'editor', 'org-a')
 const aViewer = await session(ctx, 'viewer', 'org-a')
@@ -159,6 +162,28 @@ t.test('a filter: only matching sources are told (text and JSON)', async (t) => 
   const odd = await watchOf(a.headers, x + 0.5, { filter: "properties.name = 'it''s $1 \\ (x)'" })
   const oddSource = await create(b.headers, 'odd', box(x + 0.51, 0.01, 0.01, 0.01), { name: 'it\'s $1 \\ (x)' })
   t.same((await matched(a.headers, odd)).map((e) => e.subject), [oddSource])
+})
+
+t.test('a webhook subscribed to watch.matched receives it', async (t) => {
+  const received: string[] = []
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('data', (c: string) => { body += c })
+    req.on('end', () => { received.push(body); res.writeHead(200).end() })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
+  const sub = await app.inject({ method: 'POST', url: '/subscriptions', headers: a.headers, payload: { url, types: ['watch.matched'] } })
+  t.equal(sub.statusCode, 201, sub.body)
+  const x = 20 + lane++
+  const id = await watchOf(a.headers, x)
+  const theirs = await create(b.headers, 'hooked', box(x + 0.01, 0.01, 0.01, 0.01))
+  const end = Date.now() + 20_000
+  while (received.length === 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 50))
+  const events = received.map((r) => JSON.parse(r) as { type: string, subject: string, data: { watch_id: string } })
+  t.same(events.map((e) => [e.type, e.subject, e.data.watch_id]), [['watch.matched', theirs, id]], 'delivered, and nothing else (only that type was asked for)')
 })
 
 t.test('inlineParameters: $n outside quotes only', async (t) => {
