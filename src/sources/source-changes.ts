@@ -200,8 +200,9 @@ export async function createSources (
   let conflicts: ConflictsById
   try {
     if (dryRun || reject || keys !== undefined) {
-      // In a transaction that commits only a real write without conflicts: dry runs and
-      // rejected writes roll back, and what they read is what a commit would have recorded.
+      // In a transaction of its own, committed unless it is a dry run or rejected for its
+      // conflicts: what they read is what a commit would have recorded. A write made knowingly
+      // cites its keys in it, and fails in it when one is missing (conflictKeysRefusal).
       const outcome = await store.insertIf(insert, (found) => !dryRun && (!reject || found.size === 0), keys)
       if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
       conflicts = outcome.conflicts
