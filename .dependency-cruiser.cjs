@@ -14,6 +14,7 @@ const LAYERS = [
   ['accounts/', 'sources/'], // domain modules, routes included (app.authenticate is a decorator, not an import)
   ['events/', 'ops/', 'conflicts/'], // ops wraps the sources store, events makes source ids; conflicts reads sources' periods
   ['features/', 'tiles/', 'map/'], // build on sources; app.ts hands each what it needs of another
+  ['watches/'], // watched areas: their filters are the items' CQL2 (features/filters/)
   ['plugins/'], // shared handles: auth reads accounts, metrics and replicas are ops'
   ['app.ts', 'bootstrap.ts'],
   ['server.ts', 'cli.ts'],

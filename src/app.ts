@@ -51,6 +51,8 @@ import eventsRoutes from './events/events.routes.js'
 import subscriptionsRoutes from './events/subscriptions.routes.js'
 import { conflictStore } from './conflicts/conflicts.store.js'
 import conflictsRoutes from './conflicts/conflicts.routes.js'
+import { watchStore } from './watches/watches.store.js'
+import watchesRoutes from './watches/watches.routes.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -162,6 +164,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     drawing: new AdmissionQueue(Math.max(1, Math.min(section.tiles.TILES_CONCURRENCY, section.database.DB_POOL_MAX - 1)), section.tiles.TILES_QUEUE)
   })
   await app.register(conflictsRoutes, { store: conflictStore(db), sources })
+  await app.register(watchesRoutes, { config: section.events, store: watchStore(db) })
   await app.register(mapRoutes, { config: section.map })
   // Events: the hub watches the feed for this instance's streams and deliverer, which start once
   // the app is ready and stop when it closes.

@@ -48,7 +48,7 @@ export const AuthEnvSchema = Type.Object({
 }, { title: 'Authentication', description: 'Tokens, the account cache and API keys.' })
 
 export const SourcesEnvSchema = Type.Object({
-  CONFLICT_POLICY: Type.Union([Type.Literal('record'), Type.Literal('reject')], { default: 'record', description: 'POST /sources when a new source would conflict with another: `record` (201; the conflict is a status of both) or `reject` (409 `SOURCE_OVERLAP`, nothing stored). A request\'s `on_conflict` overrides it.' }),
+  CONFLICT_POLICY: Type.Union([Type.Literal('record'), Type.Literal('reject'), Type.Literal('acknowledge')], { default: 'record', description: 'POST /sources when a new source would conflict with another: `record` (201; the conflict is a status of both) or `reject` (409 `SOURCE_OVERLAP`, nothing stored); `acknowledge` makes every POST, PUT and PATCH a claim made knowingly: one that would start conflicts with other organisations\' sources is 409 `CONFLICT_KEYS_REQUIRED` until it cites their conflict keys ([claims made knowingly](api.md#claims-made-knowingly)). A request\'s `on_conflict` overrides it.' }),
   CONFLICT_TOLERANCE_M: Type.Number({ default: 9, minimum: 0, maximum: 1000, description: 'Metres each area is shrunk inward before two overlapping areas conflict (0: any overlap of positive area). It lives in the database (`source_conflict_settings`): `make migrate` (and the embedded backend at start) applies it and, when it changed, computes every pair again; a service on a PostGIS server whose database holds another value refuses to start, naming both. Give every instance and `make migrate` the same value.' }),
   MAX_FEATURES: Type.Integer({ default: 1000, minimum: 1, maximum: 100000, description: 'Features a POST may create at once (a larger collection is a 400).' }),
   ITEMS_ROWS_PER_QUERY: Type.Integer({ default: 500, minimum: 1, maximum: 10000, description: 'OGC API items: a page up to this many rows is read in one query; a larger one is streamed in chunks of about 128 KB (at most this many rows each), so memory per request stays bounded whatever `limit` is.' }),
@@ -83,6 +83,7 @@ export const EventsEnvSchema = Type.Object({
   WEBHOOK_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 60000, description: 'A receiver must answer within this time, or the delivery is retried.' }),
   WEBHOOK_CONCURRENCY: Type.Integer({ default: 4, minimum: 1, maximum: 100, description: 'Subscriptions each instance delivers to at once (each one in order).' }),
   WEBHOOK_LEASE_MS: Type.Integer({ default: 60000, minimum: 1000, description: 'How long an instance holds a subscription it delivers (at least 2 × `WEBHOOK_TIMEOUT_MS`); a killed instance\'s subscriptions are taken over after this.' }),
+  WATCH_MAX_AREA_KM2: Type.Number({ default: 10000, exclusiveMinimum: 0, maximum: 510000000, description: 'The largest area a watch (POST /watches) may cover, in km² on the WGS 84 ellipsoid; a larger one is a 422 naming this limit.' }),
   WEBHOOK_MAX_PER_ORG: Type.Integer({ default: 20, minimum: 1, maximum: 10000, description: 'Webhook subscriptions an organisation may hold; POST /subscriptions beyond it is a 409.' })
 }, { title: 'Events and webhooks', description: 'The feed, SSE streams and webhook deliveries.' })
 

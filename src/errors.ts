@@ -24,6 +24,7 @@ export const ErrorStatus = {
   API_KEY_LIMIT: 409,
   SUBSCRIPTION_LIMIT: 409,
   STANCE_NOT_ALLOWED: 409,
+  CONFLICT_KEYS_REQUIRED: 409,
   GONE: 410,
   CURSOR_EXPIRED: 410,
   PRECONDITION_FAILED: 412,
@@ -41,6 +42,7 @@ export const ErrorStatus = {
   INVALID_EXPIRY: 422,
   NOTHING_LEFT: 422,
   NOTHING_TO_CARVE: 422,
+  WATCH_TOO_LARGE: 422,
   PRECONDITION_REQUIRED: 428,
   TOO_MANY_REQUESTS: 429,
   HEADERS_TOO_LARGE: 431,
@@ -64,6 +66,12 @@ export const ErrorDetailSchema = Type.Object({
 })
 export type ErrorDetail = Static<typeof ErrorDetailSchema>
 
+/** CONFLICT_KEYS_REQUIRED's list: per other organisation's source the write would start a conflict with, its key at its current version. */
+export const ConflictKeysSchema = Type.Array(Type.Object({
+  source_id: Type.String({ description: 'The other organisation\'s source (its id only, as conflicts show it).' }),
+  key: Type.String({ pattern: '^ck_[0-9a-f]{40}$', description: 'Its conflict key at its current version: send it back in Conflict-Keys.' })
+}, { additionalProperties: false }), { description: 'For CONFLICT_KEYS_REQUIRED: every key the write must cite (Conflict-Keys: k1,k2), one per other organisation\'s source it would start a conflict with.' })
+
 export const ErrorSchema = Type.Object({
   status: Type.Integer(),
   message: Type.String(),
@@ -73,7 +81,8 @@ export const ErrorSchema = Type.Object({
   deleted_at: Type.Optional(Type.String({ description: 'For GONE: when the source was deleted.' })),
   version: Type.Optional(Type.Integer({ description: 'For GONE: the version its deletion is; for PRECONDITION_FAILED: the current version.' })),
   oldest: Type.Optional(Type.String({ description: 'For CURSOR_EXPIRED: the oldest cursor still served.' })),
-  allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' }))
+  allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' })),
+  conflict_keys: Type.Optional(ConflictKeysSchema)
 }, { $id: 'Error' })
 export type ErrorBody = Static<typeof ErrorSchema>
 
@@ -88,7 +97,7 @@ const ERROR_MEANINGS: Record<ErrorHttpStatus, string> = {
   405: 'The path is served, but not with this method: Allow lists the methods it takes.',
   406: 'The Accept header asks for a media type this resource is not sent in.',
   408: 'The request did not arrive in time.',
-  409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with; for a stance, `allowed` names the stances the party may take now.',
+  409: 'The data conflicts with what is registered: `details` names each feature and what it conflicts with; for a stance, `allowed` names the stances the party may take now; for CONFLICT_KEYS_REQUIRED (on_conflict=acknowledge), `conflict_keys` lists the keys to cite in Conflict-Keys.',
   410: '`GONE`: the source was deleted: `deleted_at` says when and `version` is the version its deletion is; its versions stay readable (/versions). `CURSOR_EXPIRED`: the feed cursor (or `Last-Event-ID`) lies before the oldest event kept (`EVENTS_RETENTION`): events after it were removed; `oldest` is the oldest cursor still served.',
   412: 'A precondition of the request (If-Match, If-Unmodified-Since) does not hold.',
   413: 'PAYLOAD_TOO_LARGE: the request body is over the size limit; the connection is closed after this answer. ATTRIBUTES_TOO_LARGE: a feature\'s attributes are over 16,384 bytes: `details` points at each.',
@@ -137,7 +146,12 @@ function errorBodySchema (status: ErrorHttpStatus) {
           oldest: Type.Optional(Type.String({ description: 'CURSOR_EXPIRED: the oldest cursor still served: `?after=` (or `Last-Event-ID`) with it reads from the oldest event kept.' }))
         }
       : {}),
-    ...(status === 409 ? { allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' })) } : {}),
+    ...(status === 409
+      ? {
+          allowed: Type.Optional(Type.Array(Type.String(), { description: 'For STANCE_NOT_ALLOWED: the stances the party may move to now (none once resolved).' })),
+          conflict_keys: Type.Optional(ConflictKeysSchema)
+        }
+      : {}),
     ...(status === 412 ? { version: Type.Optional(Type.Integer({ minimum: 1, description: 'For a source: its current version (the ETag to send is W/"<version>").' })) } : {}),
     ...(status >= 500 ? { request_id: Type.String({ description: 'The request\'s id (also X-Request-ID), as the log has it.' }) } : {})
   }, { $id: `Error${status}`, additionalProperties: false })
@@ -164,8 +178,8 @@ export class ApiError extends Error {
   readonly code: ErrorCode
   readonly details?: ErrorDetail[]
   readonly headers?: Record<string, string>
-  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest' | 'allowed'>
-  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest' | 'allowed'> } = {}) {
+  readonly fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest' | 'allowed' | 'conflict_keys'>
+  constructor (code: ErrorCode, message: string, extra: { details?: ErrorDetail[], headers?: Record<string, string>, fields?: Pick<ErrorBody, 'deleted_at' | 'version' | 'oldest' | 'allowed' | 'conflict_keys'> } = {}) {
     super(message)
     this.name = 'ApiError'
     this.code = code

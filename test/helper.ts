@@ -149,6 +149,7 @@ export function testConfig (overrides: Partial<AppConfig> = {}): AppConfig {
     WEBHOOK_CONCURRENCY: 4,
     WEBHOOK_LEASE_MS: 5000,
     WEBHOOK_MAX_PER_ORG: 20,
+    WATCH_MAX_AREA_KM2: 10000,
     ...overrides
   })
 }

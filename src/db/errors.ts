@@ -26,6 +26,7 @@ export const CONSTRAINTS: Record<string, ConstraintRule> = {
   api_keys_name_not_blank: { code: 'VALIDATION_FAILED', message: 'The key\'s name must be 1 to 100 characters, not blank.' },
   api_keys_scope_known: { code: 'VALIDATION_FAILED', message: 'The key\'s scope must be read or write.' },
   api_keys_expires_after_created: { code: 'INVALID_EXPIRY', message: 'expires_at must be in the future.' },
+  sources_conflict_keys: { code: 'CONFLICT_KEYS_REQUIRED', message: 'This write would start conflicts with other organisations\' sources: cite their conflict keys (on_conflict=acknowledge, Conflict-Keys).' },
   conflict_stance_transition: { code: 'STANCE_NOT_ALLOWED', message: 'This stance change is not allowed from the party\'s current stance (or the conflict is resolved).' },
   conflicts_dispute_reason: { code: 'VALIDATION_FAILED', message: 'Disputing a conflict needs a reason.' },
   conflict_notes_body_length: { code: 'VALIDATION_FAILED', message: 'A note must be 1 to 4000 characters, not blank.' },

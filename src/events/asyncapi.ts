@@ -1,6 +1,6 @@
 // The AsyncAPI 3.0 document of GET /asyncapi.json: the event types of events.schema.ts as messages
 // (their payload the CloudEvent schema there), on the SSE stream and on webhooks.
-import { CloudEventSchema, ConflictEventDataSchema, EVENT_TYPE_SUMMARIES, EVENT_TYPES, NoteEventDataSchema, ResolvedEventDataSchema, SourceEventDataSchema, StanceEventDataSchema } from './events.schema.js'
+import { CloudEventSchema, ConflictEventDataSchema, EVENT_TYPE_SUMMARIES, EVENT_TYPES, NoteEventDataSchema, ResolvedEventDataSchema, SourceEventDataSchema, StanceEventDataSchema, WatchEventDataSchema } from './events.schema.js'
 
 const plain = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema))
 
@@ -22,7 +22,7 @@ export function asyncApiDocument (): Record<string, unknown> {
     info: {
       title: 'Source Registry events',
       version: '1',
-      description: 'Change events of sources and their conflicts (detected, ended, a stance changed, resolved, a note added), as CloudEvents 1.0, written in the changing transaction. Read them from the feed (GET /events, see /openapi.json), live as Server-Sent Events (GET /events/stream), or as webhooks (POST /subscriptions) signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).'
+      description: 'Change events of sources and their conflicts (detected, ended, a stance changed, resolved, a note added) and of watched areas (a source started to overlap one), as CloudEvents 1.0, written in the changing transaction. Read them from the feed (GET /events, see /openapi.json), live as Server-Sent Events (GET /events/stream), or as webhooks (POST /subscriptions) signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).'
     },
     defaultContentType: 'application/json',
     channels: {
@@ -52,7 +52,8 @@ export function asyncApiDocument (): Record<string, unknown> {
         ConflictEventData: plain(ConflictEventDataSchema),
         StanceEventData: plain(StanceEventDataSchema),
         ResolvedEventData: plain(ResolvedEventDataSchema),
-        NoteEventData: plain(NoteEventDataSchema)
+        NoteEventData: plain(NoteEventDataSchema),
+        WatchEventData: plain(WatchEventDataSchema)
       }
     }
   }

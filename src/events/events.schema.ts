@@ -15,7 +15,8 @@ export const EVENT_TYPE_SUMMARIES = {
   'conflict.ended': 'A source of yours stopped conflicting with another (of any organisation).',
   'conflict.stance_changed': 'A party (you or the other) changed its stance on a conflict of a source of yours.',
   'conflict.resolved': 'A conflict of a source of yours was resolved: the overlap disappeared (edit, carve-out or delete).',
-  'conflict.note_added': 'A note was added to the thread of a conflict of a source of yours.'
+  'conflict.note_added': 'A note was added to the thread of a conflict of a source of yours.',
+  'watch.matched': 'A source (of any organisation) started to overlap an area your organisation watches (POST /watches).'
 } as const
 type EventType = keyof typeof EVENT_TYPE_SUMMARIES
 export const EVENT_TYPES = Object.keys(EVENT_TYPE_SUMMARIES) as EventType[]
@@ -71,15 +72,23 @@ export const NoteEventDataSchema = Type.Object({
   body: Type.String()
 }, { description: 'conflict.note_added: a note in the conflict\'s thread (GET /conflicts/{id}/notes).' })
 
+export const WatchEventDataSchema = Type.Object({
+  watch_id: Type.String({ pattern: '^wat_[0-9a-f]{32}$', description: 'Your watch (GET /watches/{id}).' }),
+  source_id: { ...SourceIdSchema, description: 'The source that started to overlap it, maybe another organisation\'s: its id only.' },
+  overlap_m2: Type.Number({ description: 'The area of the source within the watched area, m² on the WGS 84 ellipsoid (as area_m2).' }),
+  start_at: UtcDateTimeSchema,
+  end_at: UtcDateTimeSchema
+}, { description: 'watch.matched: a source started to overlap a watched area; start_at/end_at is the overlap of the source\'s period and the watch\'s. No geometry, no attributes.' })
+
 export const CloudEventSchema = Type.Object({
   specversion: Type.Literal('1.0'),
   id: Type.String({ pattern: '^evt_[0-9]+$', description: 'Unique per event; also the webhook-id of its deliveries.' }),
   source: Type.Literal('/events'),
   type: EventTypeSchema,
   time: UtcDateTimeSchema,
-  subject: SourceIdSchema,
+  subject: { ...SourceIdSchema, description: 'The source the event is about (for watch.matched: the source that overlaps the watch).' },
   datacontenttype: Type.Literal('application/json'),
-  data: Type.Union([SourceEventDataSchema, ConflictEventDataSchema, StanceEventDataSchema, ResolvedEventDataSchema, NoteEventDataSchema])
+  data: Type.Union([SourceEventDataSchema, ConflictEventDataSchema, StanceEventDataSchema, ResolvedEventDataSchema, NoteEventDataSchema, WatchEventDataSchema])
 }, { description: 'A CloudEvents 1.0 event in its JSON format.' })
 export type CloudEvent = Static<typeof CloudEventSchema>
 

@@ -17,10 +17,10 @@ import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from '../sources/rejections.js'
 import { createSources, patch, remove, replace, versionsPage } from '../sources/source-changes.js'
 import { etagOf } from '../sources/source-feature.js'
-import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from '../sources/source-replies.js'
+import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf, writeOptionsOf } from '../sources/source-replies.js'
 import { CRS84, type Crs, type CrsCatalogue, crsHeader, outputOf } from '../sources/crs.js'
 import type { SourcesExtent } from '../sources/sources.listing.js'
-import { CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, IdPropertySchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
+import { ChangeConflictSchema, ConflictKeysHeadersSchema, CreateQuerySchema, CreateResponseSchema, DryRunResponseSchema, FeatureInputSchema, IdPropertySchema, MergePatchSchema, featureCollectionSchema } from '../sources/sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from '../sources/source-feature.schema.js'
 import { PROPERTIES_DOCUMENT, QUERYABLE_PROPERTIES, RETURNABLE_PROPERTIES, SORTABLE_PROPERTIES } from '../sources/source-properties.js'
 import type { SourceStore } from '../sources/sources.store.js'
@@ -360,6 +360,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
+      headers: ConflictKeysHeadersSchema,
       body: Type.Union([FeatureInputSchema, featureCollectionSchema(config.MAX_FEATURES)]),
       response: {
         200: DryRunResponseSchema,
@@ -374,7 +375,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     const body = request.body
     const fc = body.type === 'Feature' ? { type: 'FeatureCollection' as const, features: [body] } : body
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, schemas, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY, contentCrsOf(request, catalogue))
+    const created = await createSources(store, schemas, { organisation, accountId }, fc, request.query, config.CONFLICT_POLICY, writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `${baseOf(request)}/collections/sources/items/${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -389,11 +390,13 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       params: ItemParamsSchema,
-      querystring: Type.Object({ id_property: Type.Optional(IdPropertySchema) }),
+      querystring: Type.Object({ id_property: Type.Optional(IdPropertySchema), on_conflict: Type.Optional(ChangeConflictSchema) }),
+      headers: ConflictKeysHeadersSchema,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, request.query.id_property, contentCrsOf(request, catalogue))))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, request.query.id_property,
+    writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))))
 
   app.patch('/collections/sources/items/:id', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -405,10 +408,13 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       security: WRITE_SECURITY,
       consumes: [MERGE_PATCH],
       params: ItemParamsSchema,
+      querystring: Type.Object({ on_conflict: Type.Optional(ChangeConflictSchema) }),
+      headers: ConflictKeysHeadersSchema,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS, 414) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.params.id, versionsOf(request, true), request.body,
+    writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))))
 
   app.delete('/collections/sources/items/:id', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

@@ -26,8 +26,8 @@ export function countedSourceStore (store: SourceStore, metrics: Metrics): Sourc
       if (conflicts.size > 0) metrics.conflictPairs.inc(newPairs(insert, conflicts))
       return conflicts
     },
-    insertIf: async (insert, keep) => {
-      const outcome = await store.insertIf(insert, keep)
+    insertIf: async (insert, keep, keys) => {
+      const outcome = await store.insertIf(insert, keep, keys)
       if (outcome.kept && outcome.conflicts.size > 0) metrics.conflictPairs.inc(newPairs(insert, outcome.conflicts))
       return outcome
     }

@@ -43,15 +43,15 @@ export function replicaSourceStore (primary: SourceStore, replicas: Replicas, st
       await wrote()
       return conflicts
     },
-    insertIf: async (insert, keep) => {
-      const outcome = await primary.insertIf(insert, keep)
+    insertIf: async (insert, keep, keys) => {
+      const outcome = await primary.insertIf(insert, keep, keys)
       if (outcome.kept) await wrote()
       return outcome
     },
     versions: (id, scope, page, output) => read((s) => s.versions(id, scope, page, output)),
     versionAt: (id, scope, at, output) => read((s) => s.versionAt(id, scope, at, output)),
-    update: async (change, edit) => {
-      const row = await primary.update(change, edit)
+    update: async (change, edit, keys) => {
+      const row = await primary.update(change, edit, keys)
       if (row !== undefined) await wrote()
       return row
     },

@@ -49,3 +49,20 @@ export function overlapRejection (conflicts: ConflictsById, sources: NewSource[]
     `${n === 1 ? 'A feature claims' : `${n} features claim`} land already claimed for an overlapping period (on_conflict=reject): nothing was stored. ${details[0]?.pointer ?? ''} ${details[0]?.message ?? ''}`.trim(),
     { details })
 }
+
+/** One other organisation's source a write made knowingly would start a conflict with, and its key now. */
+export interface ConflictKey { source_id: string, key: string }
+
+/**
+ * The 409 CONFLICT_KEYS_REQUIRED of a write made knowingly that did not cite every key
+ * (sources_conflict_keys in sql/functions/conflict_keys.sql, whose DETAIL lists the keys needed),
+ * or undefined for any other error.
+ */
+export function conflictKeysRefusal (err: unknown): ApiError | undefined {
+  const e = err as { constraint?: unknown, detail?: unknown } | null
+  if (e?.constraint !== 'sources_conflict_keys' || typeof e.detail !== 'string') return undefined
+  const keys = JSON.parse(e.detail) as ConflictKey[]
+  return new ApiError('CONFLICT_KEYS_REQUIRED',
+    `This write would start conflicts with ${keys.length} source${keys.length === 1 ? '' : 's'} of other organisations: nothing was stored. Send it again with Conflict-Keys: ${keys.map((k) => k.key).join(',')} to make the claim knowingly (the conflicts then start acknowledged by you).`,
+    { fields: { conflict_keys: keys } })
+}

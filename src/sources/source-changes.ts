@@ -10,7 +10,7 @@ import { ApiError, type ErrorDetail, summarise } from '../errors.js'
 import type { Scope } from '../db/database.js'
 import { mergePatch } from '../http/merge-patch.js'
 import { OUT_OF_RANGE, isOutOfRange } from '../http/validation.js'
-import { conflictIds, featureConflicts, overlapRejection } from './conflicts.js'
+import { conflictIds, conflictKeysRefusal, featureConflicts, overlapRejection } from './conflicts.js'
 import { parseDateTime } from './datetime.js'
 import { violations } from './attribute-schemas.js'
 import type { AttributeSchemaStore } from './attribute-schemas.store.js'
@@ -163,6 +163,8 @@ export interface Actor { by: string, scope: Scope }
 
 /** A write the database refused, explained as POST's are (409/422 with pointers into this body). */
 async function refused (store: SourceStore, err: unknown, id: string, scope: Scope, next: (row: SourceRow) => NewSource): Promise<unknown> {
+  const keys = conflictKeysRefusal(err)
+  if (keys !== undefined) return keys
   const row = await store.find(id, scope)
   if (row === undefined) return err
   const source = next(row)
@@ -231,6 +233,13 @@ export async function toCrs84 (store: SourceStore, crs: Crs | undefined, polygon
   if (outside.length > 0) throw new ApiError('OUTSIDE_CRS_AREA', summarise(outside), { details: outside })
 }
 
+/**
+ * What a write may carry besides its body: the CRS of its coordinates (Content-Crs; undefined:
+ * CRS84) and, in acknowledge mode, the conflict keys it cites (Conflict-Keys; undefined: not in
+ * that mode).
+ */
+export interface WriteOptions { crs?: Crs, keys?: string[] }
+
 /** What POST answers: 201 with the ids (`body.id` when one source was created), or 200 for a dry run. */
 export type Created = { status: 200, body: DryRunResponse } | { status: 201, body: CreateResponse }
 
@@ -240,7 +249,8 @@ export type Created = { status: 200, body: DryRunResponse } | { status: 201, bod
  * to answer.
  */
 export async function createSources (
-  store: SourceStore, schemas: AttributeSchemaStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>, crs?: Crs
+  store: SourceStore, schemas: AttributeSchemaStore, owner: Owner, fc: FeatureCollection, query: CreateQuery, conflictPolicy: NonNullable<CreateQuery['on_conflict']>,
+  { crs, keys: conflictKeys = [] }: WriteOptions = {}
 ): Promise<Created> {
   if (crs !== undefined) await toCrs84(store, crs, fc.features.flatMap((f, i) => placedPolygons(f.geometry, `/features/${i}/geometry/coordinates`)))
   const checked = checkFeatureCollection(fc, query.id_property)
@@ -255,13 +265,17 @@ export async function createSources (
   const sources: NewSource[] = checked.features.map((f, i) => ({ ...f, id: ids[i] as string }))
   const insert = { owner, sources }
   const dryRun = query.dry_run === 'true'
-  const reject = (query.on_conflict ?? conflictPolicy) === 'reject'
+  const policy = query.on_conflict ?? conflictPolicy
+  const reject = policy === 'reject'
+  // A claim made knowingly: the database checks the cited keys in the writing transaction.
+  const keys = policy === 'acknowledge' ? conflictKeys : undefined
   let conflicts: ConflictsById
   try {
-    if (dryRun || reject) {
-      // In a transaction that commits only a real write without conflicts: dry runs and
-      // rejected writes roll back, and what they read is what a commit would have recorded.
-      const outcome = await store.insertIf(insert, (found) => !dryRun && found.size === 0)
+    if (dryRun || reject || keys !== undefined) {
+      // In a transaction of its own, committed unless it is a dry run or rejected for its
+      // conflicts: what they read is what a commit would have recorded. A write made knowingly
+      // cites its keys in it, and fails in it when one is missing (conflictKeysRefusal).
+      const outcome = await store.insertIf(insert, (found) => !dryRun && (!reject || found.size === 0), keys)
       if (reject && outcome.conflicts.size > 0) throw overlapRejection(outcome.conflicts, sources)
       conflicts = outcome.conflicts
     } else {
@@ -269,7 +283,7 @@ export async function createSources (
     }
   } catch (err) {
     if (err instanceof ApiError) throw err
-    throw await explainRejection(err, sources, (s) => store.diagnose(owner.organisation, s))
+    throw conflictKeysRefusal(err) ?? await explainRejection(err, sources, (s) => store.diagnose(owner.organisation, s))
   }
   if (dryRun) {
     const each = featureConflicts(conflicts, sources)
@@ -291,9 +305,10 @@ export async function createSources (
 
 /**
  * PUT: the Feature checked as POST checks one (400/422), then one UPDATE at the versions If-Match
- * named (undefined: any; 412/404/410; 409 on a feature id clash).
+ * named (undefined: any; 412/404/410; 409 on a feature id clash). With `keys`, a change made
+ * knowingly (409 CONFLICT_KEYS_REQUIRED unless they cite every new conflict's other source).
  */
-export async function replace (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput, idProperty?: string, crs?: Crs): Promise<SourceRow> {
+export async function replace (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, feature: FeatureInput, idProperty?: string, { crs, keys }: WriteOptions = {}): Promise<SourceRow> {
   if (crs !== undefined) await toCrs84(store, crs, placedPolygons(feature.geometry, '/geometry/coordinates'))
   const source = checkFeature(feature, id, idProperty)
   const schema = await schemas.current(await organisationOf(store, actor, id))
@@ -303,7 +318,7 @@ export async function replace (store: SourceStore, schemas: AttributeSchemaStore
   }
   let row: SourceRow | undefined
   try {
-    row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, source)
+    row = await store.update({ id, scope: actor.scope, versions, by: actor.by }, source, keys)
   } catch (err) {
     throw await refused(store, err, id, actor.scope, () => source)
   }
@@ -316,7 +331,7 @@ export async function replace (store: SourceStore, schemas: AttributeSchemaStore
  * stored source at the versions If-Match named. When the database refuses the result, the stored
  * source is read, the patch merged into it and the whole checked as PUT's body, which says why.
  */
-export async function patch (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown, crs?: Crs): Promise<SourceRow> {
+export async function patch (store: SourceStore, schemas: AttributeSchemaStore, actor: Actor, id: string, versions: number[] | undefined, body: unknown, { crs, keys }: WriteOptions = {}): Promise<SourceRow> {
   if (crs !== undefined && isObject(body)) await toCrs84(store, crs, placedPolygons(body.geometry, '/geometry/coordinates'))
   const edit = patchEdit(body)
   // Under a declared schema the merged attributes are checked first, then written at the version
@@ -336,13 +351,13 @@ export async function patch (store: SourceStore, schemas: AttributeSchemaStore, 
   }
   let row: SourceRow | undefined
   try {
-    row = await store.update({ id, scope: actor.scope, versions: guard, by: actor.by }, edit)
+    row = await store.update({ id, scope: actor.scope, versions: guard, by: actor.by }, edit, keys)
   } catch (err) {
     throw await refused(store, err, id, actor.scope, (current) => checkFeature(mergePatch(asInput(current), body) as FeatureInput, id))
   }
   if (row === undefined) {
     // If-Match: * whose version changed between the check and the write: check again.
-    if (versions === undefined && guard !== undefined) return await patch(store, schemas, actor, id, versions, body)
+    if (versions === undefined && guard !== undefined) return await patch(store, schemas, actor, id, versions, body, { keys })
     throw await unchanged(store, id, actor.scope)
   }
   return row

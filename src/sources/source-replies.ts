@@ -2,16 +2,16 @@
 // and which versions If-Match names, read from the request; the source sent with its ETag (304
 // when If-None-Match names it); and the OpenAPI description of a change's answer.
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, summarise } from '../errors.js'
 import { sentAs } from '../http/openapi.js'
 import { ifMatch, notModified } from '../http/preconditions.js'
 import { headerDoc } from '../schemas/primitives.js'
-import { type Actor, current, heldAt } from './source-changes.js'
+import { type Actor, type WriteOptions, current, heldAt } from './source-changes.js'
 import { etagOf } from './source-feature.js'
 import { SourceFeatureSchema } from './source-feature.schema.js'
 import type { SourceRow } from './sources.repository.js'
 import type { SourceStore } from './sources.store.js'
 import { type Crs, type CrsCatalogue, crsHeader, outputOf } from './crs.js'
-import { ApiError } from '../errors.js'
 
 const GEOJSON = 'application/geo+json'
 
@@ -38,6 +38,31 @@ export const CHANGED = sentAs(GEOJSON, SourceFeatureSchema, 'The source as chang
 export const CHANGE_ERRORS = [400, 401, 403, 404, 408, 409, 410, 412, 413, 415, 422, 428, 429, 500, 503] as const
 
 export const actorOf = (request: FastifyRequest): Actor => ({ by: `@${request.account.id}`, scope: request.account.scope })
+
+const KEY = /^ck_[0-9a-f]{40}$/
+
+/**
+ * The conflict keys a write made knowingly cites (Conflict-Keys: k1,k2), or undefined when it is
+ * not made knowingly: on_conflict=acknowledge, or no on_conflict under CONFLICT_POLICY=acknowledge.
+ * A malformed key is a 400. Without acknowledge the header is ignored.
+ */
+/** A write's options from its request: Content-Crs and, in acknowledge mode, Conflict-Keys. */
+export function writeOptionsOf (request: FastifyRequest, catalogue: CrsCatalogue, onConflict: string | undefined, policy: string): WriteOptions {
+  return { crs: contentCrsOf(request, catalogue), keys: conflictKeysOf(request, onConflict, policy) }
+}
+
+export function conflictKeysOf (request: FastifyRequest, onConflict: string | undefined, policy: string): string[] | undefined {
+  if ((onConflict ?? policy) !== 'acknowledge') return undefined
+  const header = request.headers['conflict-keys']
+  const text = Array.isArray(header) ? header.join(',') : header ?? ''
+  const keys = [...new Set(text.split(',').map((k) => k.trim()).filter((k) => k !== ''))]
+  const bad = keys.find((k) => !KEY.test(k))
+  if (bad !== undefined) {
+    const details = [{ pointer: 'Conflict-Keys', message: `${bad.slice(0, 60)} is not a conflict key (ck_ and 40 hex digits, as a 409 CONFLICT_KEYS_REQUIRED lists them)` }]
+    throw new ApiError('VALIDATION_FAILED', summarise(details), { details })
+  }
+  return keys
+}
 
 /** The versions a change's If-Match names (428 without it where `required`; undefined: any). */
 export const versionsOf = (request: FastifyRequest, required: boolean): number[] | undefined => ifMatch(request.headers['if-match'], required)

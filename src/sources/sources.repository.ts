@@ -102,14 +102,25 @@ export async function conflictsOfSources (db: Db, ids: string[]): Promise<Confli
 class RolledBack extends Error {}
 
 /**
+ * Makes the writes of this transaction claims made knowingly, citing these conflict keys
+ * (sql/functions/conflict_keys.sql reads them at the end of each write statement): a write that
+ * would start a conflict with another organisation's source whose key is not cited fails with
+ * sources_conflict_keys.
+ */
+export async function citeConflictKeys (trx: Db, keys: string[]): Promise<void> {
+  await sql`SELECT set_config('source_registry.conflict_keys', ${JSON.stringify(keys)}, true)`.execute(trx)
+}
+
+/**
  * Inserts in a transaction, reads the new sources' conflicts, and commits only when `keep`
  * says so (dry runs, and on_conflict=reject when there are conflicts, roll back). The conflict
  * triggers' locks are held until then, so what was read is what a commit would have recorded.
  */
-export async function insertSourcesIf (db: Kysely<Database>, insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean): Promise<{ conflicts: ConflictsById, kept: boolean }> {
+export async function insertSourcesIf (db: Kysely<Database>, insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean, keys?: string[]): Promise<{ conflicts: ConflictsById, kept: boolean }> {
   let conflicts: ConflictsById = new Map()
   try {
     await db.transaction().execute(async (trx) => {
+      if (keys !== undefined) await citeConflictKeys(trx, keys)
       await insertSources(trx, [insert])
       conflicts = await conflictsOfSources(trx, insert.sources.map((s) => s.id))
       if (!keep(conflicts)) throw new RolledBack()

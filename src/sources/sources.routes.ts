@@ -14,14 +14,14 @@ import { headerDoc } from '../schemas/primitives.js'
 import { featureOf } from './rejections.js'
 import { etagOf } from './source-feature.js'
 import {
-  CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema,
-  SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema, featureCollectionSchema
+  ConflictKeysHeadersSchema, CreateQuerySchema, CreateResponseSchema, DeleteResponseSchema, DryRunResponseSchema, FeatureInputSchema, MergePatchSchema,
+  SourceChangeQuerySchema, SourceQuerySchema, SourceReadQuerySchema, VersionsQuerySchema, featureCollectionSchema
 } from './sources.schema.js'
 import { SourceOrVersionSchema, VersionsResponseSchema } from './source-feature.schema.js'
 import type { SourceStore } from './sources.store.js'
 import type { AttributeSchemaStore } from './attribute-schemas.store.js'
 import { createSources, patch, remove, replace, versionsPage } from './source-changes.js'
-import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, contentCrsOf, sendRead, sendSource, versionsOf } from './source-replies.js'
+import { CHANGED, CHANGE_ERRORS, CONTENT_CRS_HEADER, ETAG_HEADER, actorOf, sendRead, sendSource, versionsOf, writeOptionsOf } from './source-replies.js'
 import { type CrsCatalogue, crsHeader, outputOf } from './crs.js'
 
 const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: SourceStore, schemas: AttributeSchemaStore, catalogue: CrsCatalogue }> = async (app, { config, store, schemas, catalogue }) => {
@@ -39,6 +39,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
       querystring: CreateQuerySchema,
+      headers: ConflictKeysHeadersSchema,
       body: featureCollectionSchema(config.MAX_FEATURES),
       response: {
         200: DryRunResponseSchema,
@@ -48,7 +49,7 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
     }
   }, async (request, reply) => {
     const { organisation, id: accountId } = request.account
-    const created = await createSources(store, schemas, { organisation, accountId }, request.body, request.query, config.CONFLICT_POLICY, contentCrsOf(request, catalogue))
+    const created = await createSources(store, schemas, { organisation, accountId }, request.body, request.query, config.CONFLICT_POLICY, writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))
     if (created.status === 201 && created.body.id !== undefined) void reply.header('location', `/sources/?id=${created.body.id}`).header('etag', etagOf(1))
     return await reply.code(created.status).send(created.body)
   })
@@ -97,11 +98,13 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       summary: 'Replace one source with a GeoJSON Feature (If-Match required)',
       security: WRITE_SECURITY,
       consumes: ['application/json', 'application/geo+json'],
-      querystring: SourceQuerySchema,
+      querystring: SourceChangeQuerySchema,
+      headers: ConflictKeysHeadersSchema,
       body: FeatureInputSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, request.query.id_property, contentCrsOf(request, catalogue))))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await replace(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, request.query.id_property,
+    writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))))
 
   app.patch('/sources', {
     config: { bodyValidationCode: 'INVALID_GEOJSON', mediaTypes: [MERGE_PATCH] },
@@ -111,11 +114,13 @@ const sourcesRoutes: FastifyPluginAsyncTypebox<{ config: SourcesConfig, store: S
       summary: 'Change one source with a JSON merge patch (RFC 7396; If-Match required)',
       security: WRITE_SECURITY,
       consumes: [MERGE_PATCH],
-      querystring: SourceQuerySchema,
+      querystring: SourceChangeQuerySchema,
+      headers: ConflictKeysHeadersSchema,
       body: MergePatchSchema,
       response: { 200: CHANGED, ...errorResponses(...CHANGE_ERRORS) }
     }
-  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body, contentCrsOf(request, catalogue))))
+  }, async (request, reply) => sendSource(reply as FastifyReply, await patch(store, schemas, actorOf(request), request.query.id, versionsOf(request, true), request.body,
+    writeOptionsOf(request, catalogue, request.query.on_conflict, config.CONFLICT_POLICY))))
 
   app.delete('/sources', {
     onRequest: [app.authenticate, app.requireRole('admin', 'editor')],

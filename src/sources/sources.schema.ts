@@ -83,7 +83,7 @@ export type CreateResponse = Static<typeof CreateResponseSchema>
 export const IdPropertySchema = Type.String({ minLength: 1, maxLength: 256, description: 'The name of the property of each Feature that holds the client\'s id (a string or an integer), for files whose features carry none (e.g. parcel_no); it wins over the Feature\'s `id`.' })
 
 export const CreateQuerySchema = Type.Object({
-  on_conflict: Type.Optional(Type.Union([Type.Literal('record'), Type.Literal('reject')], { description: 'record: store and report conflicts (201). reject: store nothing when any feature would conflict (409 SOURCE_OVERLAP). Default: the deployment\'s CONFLICT_POLICY.' })),
+  on_conflict: Type.Optional(Type.Union([Type.Literal('record'), Type.Literal('reject'), Type.Literal('acknowledge')], { description: 'record: store and report conflicts (201). reject: store nothing when any feature would conflict (409 SOURCE_OVERLAP). acknowledge: a claim made knowingly: a write that would start conflicts with other organisations\' sources is 409 CONFLICT_KEYS_REQUIRED listing their conflict keys, until it is sent again citing them in Conflict-Keys; then it is stored and its new conflicts start acknowledged by you. Default: the deployment\'s CONFLICT_POLICY.' })),
   dry_run: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: validate and detect conflicts exactly as a real POST, answer 200 with what would be created, store nothing.' })),
   id_property: Type.Optional(IdPropertySchema)
 }, { additionalProperties: false })
@@ -102,6 +102,23 @@ export const DryRunResponseSchema = Type.Object({
 export type DryRunResponse = Static<typeof DryRunResponseSchema>
 
 export const SourceQuerySchema = Type.Object({ id: SourceIdSchema, id_property: Type.Optional(IdPropertySchema) })
+
+/** on_conflict of PUT and PATCH: reject is POST's alone (a change is refused by If-Match, not by its conflicts). */
+export const ChangeConflictSchema = Type.Union([Type.Literal('record'), Type.Literal('acknowledge')], {
+  description: 'acknowledge: a change made knowingly: one that would start conflicts with other organisations\' sources is 409 CONFLICT_KEYS_REQUIRED listing their conflict keys, until it is sent again citing them in Conflict-Keys; then its new conflicts start acknowledged by you. record: store and report. Default: acknowledge when CONFLICT_POLICY is acknowledge, else record.'
+})
+export type ChangeConflict = Static<typeof ChangeConflictSchema>
+
+/** PUT's and PATCH's query on /sources. */
+export const SourceChangeQuerySchema = Type.Object({ id: SourceIdSchema, id_property: Type.Optional(IdPropertySchema), on_conflict: Type.Optional(ChangeConflictSchema) })
+
+/** The header of a write made knowingly. */
+export const ConflictKeysHeadersSchema = Type.Object({
+  'conflict-keys': Type.Optional(Type.String({
+    maxLength: 8192,
+    description: 'With on_conflict=acknowledge: the conflict keys (comma-separated) a 409 CONFLICT_KEYS_REQUIRED listed, one per other organisation\'s source the write starts a conflict with. A key names one version of that source: after it changes, the key is stale and the answer is 409 again, with the new one.'
+  }))
+})
 
 export const DeleteResponseSchema = Type.Object({ message: Type.String() }, { description: 'Deleted.' })
 

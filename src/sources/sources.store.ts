@@ -10,7 +10,7 @@ import { Batcher } from '../db/batcher.js'
 import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/compiled-query.js'
 import {
   type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
-  changeValues, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
+  changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
 import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, sourcesExtent } from './sources.listing.js'
@@ -24,16 +24,18 @@ export interface SourceStore {
   insert: (insert: SourceInsert) => Promise<ConflictsById>
   /**
    * Stores the sources in a transaction that commits only when `keep` says so (dry runs, and
-   * on_conflict=reject when there are conflicts, roll back).
+   * on_conflict=reject when there are conflicts, roll back); with `keys`, made knowingly, citing
+   * these conflict keys (citeConflictKeys).
    */
-  insertIf: (insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean) => Promise<{ conflicts: ConflictsById, kept: boolean }>
+  insertIf: (insert: SourceInsert, keep: (conflicts: ConflictsById) => boolean, keys?: string[]) => Promise<{ conflicts: ConflictsById, kept: boolean }>
   /** Per feature, what the constraints of `sources` say about it (after a write was rejected). */
   diagnose: (organisation: string, sources: NewSource[]) => Promise<SourceDiagnosis[]>
   /**
    * Changes a source at a version If-Match names (one UPDATE); the source as GET returns it,
    * conflicts included, or undefined when nothing changed (then `version` and `deletion` say why).
+   * With `keys`, made knowingly, citing these conflict keys, in a transaction of its own.
    */
-  update: (change: SourceChange, edit: SourceEdit) => Promise<SourceRow | undefined>
+  update: (change: SourceChange, edit: SourceEdit, keys?: string[]) => Promise<SourceRow | undefined>
   /** Deletes a source at a version If-Match names (its history stays): the version its deletion is, or undefined. */
   delete: (change: SourceChange) => Promise<number | undefined>
   /** The current version of a source, read on the primary. */
@@ -152,10 +154,16 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
   return {
     find: async (id, scope, output) => visibleIn(isDefault(output) ? await find(id) : (await db.executeQuery(selectByIdsOutput(output ?? {})({ ids: [id] }))).rows[0], scope),
     insert,
-    insertIf: (one, keep) => insertSourcesIf(db, one, keep),
+    insertIf: (one, keep, keys) => insertSourcesIf(db, one, keep, keys),
     diagnose: (organisation, sources) => diagnoseSources(db, organisation, sources),
-    update: async (change, edit) => {
-      const changed = (await db.executeQuery(updateOne(updateValues(change, edit)))).rows[0]
+    update: async (change, edit, keys) => {
+      const query = updateOne(updateValues(change, edit))
+      const changed = keys === undefined
+        ? (await db.executeQuery(query)).rows[0]
+        : await db.transaction().execute(async (trx) => {
+          await citeConflictKeys(trx, keys)
+          return (await trx.executeQuery(query)).rows[0]
+        })
       return changed === undefined ? undefined : (await readByIds([changed.id]))[0]
     },
     delete: async (change) => (await db.executeQuery(deleteOne(changeValues(change)))).rows[0]?.version,

@@ -93,7 +93,11 @@ const STATUSES: Record<string, number[]> = {
   'POST /conflicts/{id}/notes': [201, 400, 403, 404, 422, ...body, ...authenticated],
   'GET /conflicts/{id}/history': [200, 400, 404, ...authenticated],
   'POST /sources/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated],
-  'POST /collections/sources/items/{id}/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated]
+  'POST /collections/sources/items/{id}/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated],
+  'POST /watches': [201, 400, 403, 422, ...body, ...authenticated],
+  'GET /watches': [200, 400, ...authenticated],
+  'GET /watches/{id}': [200, 400, 404, ...authenticated],
+  'DELETE /watches/{id}': [200, 400, 403, 404, ...body, ...authenticated]
 }
 const PUBLIC = ['GET /', 'GET /conformance', 'POST /token', 'GET /health', 'GET /ready', 'GET /openapi.json', 'GET /map', 'GET /map/config.json', 'GET /asyncapi.json', 'GET /tileMatrixSets', 'GET /tileMatrixSets/WebMercatorQuad']
 // A signed-in caller by a token, an API key as bearer or as Basic's password, or an OAuth2 token of
@@ -122,6 +126,8 @@ const SECURITY: Record<string, unknown[]> = {
   'POST /conflicts/{id}/notes': WRITE,
   'POST /sources/carve': WRITE,
   'POST /collections/sources/items/{id}/carve': WRITE,
+  'POST /watches': WRITE,
+  'DELETE /watches/{id}': WRITE,
   'POST /api-keys': [{ bearerAuth: [] }],
   'POST /oauth/token': [{ basicAuth: [] }, {}]
 }
