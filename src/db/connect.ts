@@ -45,8 +45,7 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
     hosts: targets.hosts,
     targetSessionAttrs: targets.targetSessionAttrs,
     connectTimeoutMs: opts.connectTimeoutMs ?? 2000,
-    makePool: (url, C) => makePool(opts, url, C),
-    Client
+    makePool: (url, onConnect) => makePool(opts, url, Client, onConnect)
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   pools.set(db, pool)
@@ -54,9 +53,10 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
   return db
 }
 
-function makePool (opts: ConnectOptions, url: string, Client: typeof pg.Client): pg.Pool {
+function makePool (opts: ConnectOptions, url: string, Client: typeof pg.Client, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
   const pool = new pg.Pool({
     Client,
+    ...(onConnect !== undefined ? { onConnect } : {}),
     connectionString: url,
     max: opts.poolMax ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 2000,

@@ -61,9 +61,8 @@ export interface FailoverPoolOptions extends FailoverEvents {
   hosts: HostTarget[]
   targetSessionAttrs: TargetSessionAttrs
   connectTimeoutMs: number
-  /** A pg.Pool for one single-host URL, with the Client it must use (pg.Client, or a subclass). */
-  makePool: (url: string, Client: typeof pg.Client) => pg.Pool
-  Client: typeof pg.Client
+  /** A pg.Pool for one single-host URL, with the check to run on each new connection (pg-pool's onConnect), if any. */
+  makePool: (url: string, onConnect: ((client: pg.ClientBase) => Promise<void>) | undefined) => pg.Pool
 }
 
 interface Serving { host: HostTarget, pool: pg.Pool }
@@ -193,7 +192,7 @@ export class FailoverPool {
     const previous = this.serving
     this.stale = false
     if (previous?.host.url === found.url) return previous
-    const serving: Serving = { host: found, pool: this.opts.makePool(found.url, this.checkingClient(found)) }
+    const serving: Serving = { host: found, pool: this.opts.makePool(found.url, this.checkRole(found)) }
     this.serving = serving
     if (previous !== undefined) void previous.pool.end().catch(() => {})
     const before = this.lastHost
@@ -217,27 +216,21 @@ export class FailoverPool {
     }
   }
 
-  /** The pool's Client: after connecting it checks the host still fits, and fails the connection otherwise. */
-  private checkingClient (host: HostTarget): typeof pg.Client {
+  /**
+   * The pool's onConnect hook (pg-pool runs it on each new connection, with the pool's own error
+   * listener already on the client): the host must still fit, or the connection is ended and the
+   * caller gets NoHostError. Not a Client subclass that checks inside connect(): until connect's
+   * callback ran such a client had no 'error' listener, and a connection terminated right after
+   * its startup (ReadyForQuery, then FATAL 57P01 in the same packet read) emitted an 'error' no one
+   * heard, an uncaught exception that ended the service (the fault suite's terminate storm).
+   */
+  private checkRole (host: HostTarget): ((client: pg.ClientBase) => Promise<void>) | undefined {
     const attrs = this.opts.targetSessionAttrs
-    const Base = this.opts.Client
-    if (attrs === 'any' || attrs === 'prefer-standby') return Base
-    return class CheckingClient extends Base {
-      // pg-pool calls connect(callback); the promise form is kept for anyone else.
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      override connect (callback?: any): any {
-        const done = (async () => {
-          await super.connect()
-          const { rows } = await this.query<{ recovery: boolean, read_only: boolean }>(ROLE_SQL)
-          const role = { recovery: rows[0]?.recovery === true, readOnly: rows[0]?.read_only === true }
-          if (!fits(attrs, role, 1)) {
-            await this.end().catch(() => {})
-            throw new NoHostError(`${host.name} no longer fits target_session_attrs=${attrs}`)
-          }
-        })()
-        if (callback === undefined) return done
-        done.then(() => { callback(undefined) }, callback)
-      }
+    if (attrs === 'any' || attrs === 'prefer-standby') return undefined
+    return async (client) => {
+      const { rows } = await client.query<{ recovery: boolean, read_only: boolean }>(ROLE_SQL)
+      const role = { recovery: rows[0]?.recovery === true, readOnly: rows[0]?.read_only === true }
+      if (!fits(attrs, role, 1)) throw new NoHostError(`${host.name} no longer fits target_session_attrs=${attrs}`)
     }
   }
 }

@@ -63,3 +63,35 @@ t.test('the failover pool', { skip: backend !== 'server' ? 'server backend only'
   t.match((err as Error).message, /no host fits target_session_attrs=standby: 127\.0\.0\.1:\d+ \(connect ECONNREFUSED[^)]*\), [^ ]+ \(read-write primary\)/)
   t.same(classifyDbError(err), { kind: 'unavailable' }, 'no host fitting is "database unavailable": a 503 with Retry-After')
 })
+
+t.test('the failover pool under a storm of terminated connections: errors of queries (503-class), never an uncaught error', { skip: backend !== 'server' ? 'server backend only' : false }, async (t) => {
+  // A connection terminated right after its startup used to reach the pool's role check with no
+  // 'error' listener on it (an uncaught exception: the service died in the fault suite's "cut").
+  const target = new URL(await createDatabase(t))
+  const url = `postgres://${target.username}@${target.host},${target.host}${target.pathname}?target_session_attrs=read-write`
+  const db = connect({ url, poolMax: 8, connectTimeoutMs: 3000 })
+  t.teardown(() => db.destroy())
+  const admin = connect({ url: target.toString(), poolMax: 1 })
+  t.teardown(() => admin.destroy())
+  let running = true
+  const errors: unknown[] = []
+  let ok = 0
+  const workers = Array.from({ length: 8 }, async () => {
+    while (running) {
+      await sql`SELECT pg_sleep(0.005)`.execute(db).then(() => { ok++ }, (err: unknown) => { errors.push(err) })
+    }
+  })
+  const database = target.pathname.slice(1)
+  for (let i = 0; i < 150; i++) {
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE datname = ${database} AND application_name = 'source-registry' AND pid <> pg_backend_pid()`.execute(admin)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  running = false
+  await Promise.all(workers)
+  t.comment(`queries: ${ok} answered, ${errors.length} failed`)
+  t.ok(errors.length > 0, 'the storm failed queries')
+  t.same(errors.filter((e) => classifyDbError(e)?.kind !== 'unavailable').map((e) => (e as Error).message), [], 'each failed as "database unavailable" (503 with Retry-After)')
+  const { rows } = await sql<{ n: number }>`SELECT 1 AS n`.execute(db)
+  t.same(rows, [{ n: 1 }], 'the pool serves again once the storm is over')
+})

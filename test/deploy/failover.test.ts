@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
+import pg from 'pg'
 import { openDatabase } from '../../src/db/open.js'
 import { type HaCluster, haToolsInstalled, startHaCluster } from '../../deploy/patroni/cluster.mjs'
 import { addAccount, backend, collection, feature, square, startService, targetConfig } from '../helper.js'
@@ -28,7 +29,7 @@ class Writers {
   private readonly done: Array<Promise<void>>
   private n = 0
 
-  constructor (private readonly base: string, private readonly token: string, prefix: string, clients: number) {
+  constructor (private readonly base: string, private readonly token: string, prefix: string, clients: number, private readonly diagnose: () => Promise<string>) {
     this.done = Array.from({ length: clients }, (_, k) => this.client(`${prefix}-${k}`, k))
   }
 
@@ -63,12 +64,20 @@ class Writers {
     await Promise.all(this.done)
   }
 
+  /** The statuses seen so far, and the writes still waiting for an answer. */
+  summary (): string {
+    const statuses = new Map<number, number>()
+    for (const a of this.log) for (const s of a.statuses) statuses.set(s, (statuses.get(s) ?? 0) + 1)
+    const waiting = this.log.filter((a) => a.statuses.length === 0 || a.statuses.at(-1) === 503 || a.statuses.at(-1) === 0).length
+    return `statuses seen: ${JSON.stringify(Object.fromEntries(statuses))}, ${this.log.length} writes, ${waiting} without a final answer`
+  }
+
   /** Waits until `count` more writes have been acknowledged. */
   async acknowledged (count: number, timeoutMs = 60_000): Promise<void> {
     const target = this.log.filter((a) => a.id !== undefined).length + count
     const deadline = Date.now() + timeoutMs
     while (this.log.filter((a) => a.id !== undefined).length < target) {
-      if (Date.now() > deadline) throw new Error(`fewer than ${count} writes acknowledged in ${timeoutMs} ms`)
+      if (Date.now() > deadline) throw new Error(`fewer than ${count} writes acknowledged in ${timeoutMs} ms; ${this.summary()}\n${await this.diagnose()}`)
       await sleep(50)
     }
   }
@@ -99,6 +108,34 @@ async function faults (t: Test): Promise<void> {
   const service = await startService(t, cluster.url, { DB_CONNECT_TIMEOUT_MS: '3000', DB_STATEMENT_TIMEOUT_MS: '10000', EVENTS_POLL_MS: '100', METRICS_TOKEN: 'metrics-token-for-the-test' })
   const tokenRes = await fetch(`${service.base}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: editor.email, password: editor.password }) })
   const token = ((await tokenRes.json()) as { token: string }).token
+
+  /**
+   * When writes stall: what each node says (asked directly, each with its own short timeouts) of
+   * its role, its synchronous standby and replication, and of the sessions that wait; Patroni's
+   * view; and the service's last log lines.
+   */
+  async function diagnose (): Promise<string> {
+    const out: string[] = []
+    for (const node of cluster.nodes) {
+      const client = new pg.Client({ connectionString: cluster.hostUrl(node.name), connectionTimeoutMillis: 2000, statement_timeout: 2000, application_name: 'failover-test-diagnosis' })
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        const q = async (text: string): Promise<string> => JSON.stringify((await client.query(text)).rows)
+        out.push(`${node.name}: ${await q("SELECT pg_is_in_recovery() AS recovery, current_setting('synchronous_standby_names') AS sync_names, current_setting('synchronous_commit') AS sync_commit")}`)
+        out.push(`  replication: ${await q('SELECT application_name, state, sync_state, sent_lsn, flush_lsn, replay_lsn FROM pg_stat_replication')}`)
+        out.push(`  sessions: ${await q("SELECT application_name, state, wait_event_type, wait_event, left(query, 60) AS query, now() - query_start AS running FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")}`)
+      } catch (err) {
+        out.push(`${node.name}: ${(err as Error).message}`)
+      } finally {
+        await client.end().catch(() => {})
+      }
+    }
+    out.push(`patroni: ${JSON.stringify((await cluster.view().catch(() => undefined))?.members ?? null)}`)
+    const { exitCode, signalCode } = service.child
+    out.push(`service: ${exitCode === null && signalCode === null ? 'running' : `exited (${exitCode ?? signalCode}): status 0 is a write it never answered`}; its last lines:\n${service.lines.slice(-15).join('\n')}`)
+    return out.join('\n')
+  }
 
   // A feed reader that follows /events through every fault, as a client would.
   const feed: Array<{ id: string, type: string, subject: string }> = []
@@ -145,7 +182,7 @@ async function faults (t: Test): Promise<void> {
 
   await t.test('SIGKILL of the primary node under load: writes go on on the new primary, nothing acknowledged lost', async (t) => {
     const old = await cluster.leader()
-    const writers = new Writers(service.base, token, 'kill', 4)
+    const writers = new Writers(service.base, token, 'kill', 4, diagnose)
     await writers.acknowledged(40)
     cluster.kill(old)
     const killedAt = Date.now()
@@ -167,7 +204,7 @@ async function faults (t: Test): Promise<void> {
   })
 
   await t.test('the primary cut from the service (its connections terminated, again and again): 503s, then writes go on', async (t) => {
-    const writers = new Writers(service.base, token, 'cut', 4)
+    const writers = new Writers(service.base, token, 'cut', 4, diagnose)
     await writers.acknowledged(20)
     const leader = await cluster.leader()
     const { db: direct } = await openDatabase(targetConfig(cluster.hostUrl(leader)), { poolMax: 1 })
@@ -184,7 +221,7 @@ async function faults (t: Test): Promise<void> {
   await t.test('the synchronous standby stopped (lagging): writes wait for it, none lost', async (t) => {
     const leader = await cluster.leader()
     const standby = cluster.nodes.find((n) => n.name !== leader)?.name as string
-    const writers = new Writers(service.base, token, 'lag', 4)
+    const writers = new Writers(service.base, token, 'lag', 4, diagnose)
     await writers.acknowledged(20)
     cluster.pause(standby, true)
     await sleep(3000)
@@ -200,7 +237,7 @@ async function faults (t: Test): Promise<void> {
     t.teardown(() => direct.destroy())
     writeFileSync(archiveFull, '')
     const failedBefore = (await sql<{ n: number }>`SELECT failed_count::int AS n FROM pg_stat_archiver`.execute(direct)).rows[0]?.n ?? 0
-    const writers = new Writers(service.base, token, 'archive', 4)
+    const writers = new Writers(service.base, token, 'archive', 4, diagnose)
     await writers.acknowledged(20)
     await sql`SELECT pg_switch_wal()`.execute(direct)
     await writers.acknowledged(20)
