@@ -137,7 +137,7 @@ interface Options {
 const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, store, schemas, conformance, catalogue }) => {
   /** The declared attributes of the caller's organisation (an admin's own), as a filter types them. */
   const declaredOf = async (organisation: string): Promise<ReadonlyMap<string, AttributeType>> =>
-    new Map((await schemas.current(organisation))?.declared.map((a) => [a.name, a.type]) ?? [])
+    new Map((await schemas.recent(organisation))?.declared.map((a) => [a.name, a.type]) ?? [])
 
   const conformsTo = [...FEATURES_CONFORMANCE, ...conformance]
   app.addContentTypeParser('application/geo+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
@@ -193,7 +193,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
     }
   }, async (request, reply) => {
     // The organisation's declared attributes beside the service's properties (its view: an admin's own organisation's).
-    const declared = (await schemas.current(request.account.organisation))?.schema
+    const declared = (await schemas.recent(request.account.organisation))?.schema
     const attributes = declared?.properties as Record<string, unknown> | undefined
     // Sent as text: the response serializer would keep only the members its schema describes.
     const untyped: FastifyReply = reply
@@ -216,7 +216,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
       type: 'object',
       title: 'sources',
       description,
-      properties: { ...properties, ...Object.fromEntries(((await schemas.current(request.account.organisation))?.declared ?? []).filter((a) => !(a.name in properties)).map((a) => [a.name, attributeQueryable(a)])) },
+      properties: { ...properties, ...Object.fromEntries(((await schemas.recent(request.account.organisation))?.declared ?? []).filter((a) => !(a.name in properties)).map((a) => [a.name, attributeQueryable(a)])) },
       additionalProperties: false
     }))
 

@@ -10,8 +10,14 @@ import { type AttributeSchemaRow, attributesPage, createIndexes, currentVersion,
 import type { ErrorDetail } from '../errors.js'
 
 export interface AttributeSchemaStore {
-  /** The organisation's current schema, compiled; undefined when it never declared one. */
+  /** The organisation's current schema, compiled; undefined when it never declared one. Writes check against it. */
   current: (organisation: string) => Promise<AttributeSchema | undefined>
+  /**
+   * The same for reads (a filter's, sortby's and properties' names and types, the queryables):
+   * the current version as known at most READ_VERSION_TTL_MS ago, so that a listing does not
+   * spend a round trip on it; a schema set through another instance reaches its reads that late.
+   */
+  recent: (organisation: string) => Promise<AttributeSchema | undefined>
   /** One version as stored (undefined: no such version), or the current one. */
   find: (organisation: string, version?: number) => Promise<AttributeSchemaRow | undefined>
   /** Sets a new version as the account `by` (its id) (`expected`: the current version the writer saw, 0 for none; undefined when another came first). */
@@ -21,11 +27,21 @@ export interface AttributeSchemaStore {
   check: (organisation: string, after: string, limit: number) => Promise<{ version: number, sources: Array<{ id: string, problems: ErrorDetail[] }>, next?: string } | undefined>
 }
 
+/** How long a read may use the version it last saw of an organisation's schema. */
+export const READ_VERSION_TTL_MS = 2000
+
 export function attributeSchemaStore (db: Kysely<Database>, { concurrentIndexes }: { concurrentIndexes: boolean }): AttributeSchemaStore {
   const compiled = new LRUCache<string, AttributeSchema>({ max: 1000 })
-  const current = async (organisation: string): Promise<AttributeSchema | undefined> => {
+  // 0: none declared (lru-cache keeps no undefined).
+  const seen = new LRUCache<string, number>({ max: 10_000, ttl: READ_VERSION_TTL_MS })
+  const versionOf = async (organisation: string): Promise<number | undefined> => {
     const version = await currentVersion(db, organisation)
-    if (version === undefined) return undefined
+    seen.set(organisation, version ?? 0)
+    return version
+  }
+  const current = async (organisation: string, known?: number): Promise<AttributeSchema | undefined> => {
+    const version = known ?? await versionOf(organisation)
+    if (version === undefined || version === 0) return undefined
     const key = `${version}\u0000${organisation}`
     let schema = compiled.get(key)
     if (schema === undefined) {
@@ -36,12 +52,15 @@ export function attributeSchemaStore (db: Kysely<Database>, { concurrentIndexes 
     return schema
   }
   return {
-    current,
+    current: async (organisation) => await current(organisation),
+    recent: async (organisation) => await current(organisation, seen.get(organisation)),
     find: (organisation, version) => findSchema(db, organisation, version),
     set: async (organisation, schema, by, expected) => {
       const checked = compileSchema(schema, 0)
       const row = await insertSchema(db, organisation, checked.schema, checked.declared, by, expected)
       if (row !== undefined) await createIndexes(db, checked.declared, concurrentIndexes)
+      // This instance's reads see the new version at once.
+      seen.delete(organisation)
       return row
     },
     history: (organisation) => schemaHistory(db, organisation),
