@@ -92,6 +92,9 @@ const STATUSES: Record<string, number[]> = {
   'GET /conflicts/{id}/notes': [200, 400, 404, ...authenticated],
   'POST /conflicts/{id}/notes': [201, 400, 403, 404, 422, ...body, ...authenticated],
   'GET /conflicts/{id}/history': [200, 400, 404, ...authenticated],
+  'GET /collections/conflicts': [200, ...authenticated],
+  'GET /collections/conflicts/queryables': [200, ...authenticated],
+  'GET /collections/conflicts/tiles/WebMercatorQuad/{tileMatrix}/{tileRow}/{tileCol}': [200, 204, 304, 400, 404, ...authenticated],
   'POST /sources/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated],
   'POST /collections/sources/items/{id}/carve': [200, 400, 403, 404, 410, 412, 422, 428, ...body, ...authenticated]
 }
