@@ -1,8 +1,9 @@
 // The conflicts as an OGC collection: the document /collections lists beside the sources and
 // /collections/conflicts answers. Served in CRS84 only; no extent (it would mean computing every
 // overlap in the caller's scope).
+import { CRS84 } from '../sources/crs.js'
+
 const GEOJSON = 'application/geo+json'
-const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 
 export function conflictsCollection (base: string) {
   return {

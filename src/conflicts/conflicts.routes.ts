@@ -27,6 +27,7 @@ import { ETAG_HEADER, sendSource } from '../sources/source-replies.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import type { FilterExpr } from '../sources/filter.sql.js'
+import { CRS84 } from '../sources/crs.js'
 import { conflictsCollection } from './conflicts.collection.js'
 
 const TAGS = ['Conflicts']
@@ -37,7 +38,6 @@ const MAX_LIMIT = 1000
 
 const etagOf = (version: number): string => `W/"${version}"`
 
-const CRS84 = 'http://www.opengis.net/def/crs/OGC/1.3/CRS84'
 
 /**
  * A CQL2 filter checked over CONFLICT_QUERYABLES into a FilterExpr (app.ts hands over the
