@@ -53,6 +53,8 @@ import { conflictStore } from './conflicts/conflicts.store.js'
 import conflictsRoutes from './conflicts/conflicts.routes.js'
 import { watchStore } from './watches/watches.store.js'
 import watchesRoutes from './watches/watches.routes.js'
+import { CONFLICT_QUERYABLES } from './conflicts/conflicts.schema.js'
+import { checkFilter } from './features/filters/cql2.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -163,7 +165,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     // A connection is always left for other requests.
     drawing: new AdmissionQueue(Math.max(1, Math.min(section.tiles.TILES_CONCURRENCY, section.database.DB_POOL_MAX - 1)), section.tiles.TILES_QUEUE)
   })
-  await app.register(conflictsRoutes, { store: conflictStore(db), sources })
+  await app.register(conflictsRoutes, { store: conflictStore(db), sources, checkFilter: (filter, lang) => checkFilter(filter, lang, new Map(), CONFLICT_QUERYABLES) })
   await app.register(watchesRoutes, { config: section.events, store: watchStore(db) })
   await app.register(mapRoutes, { config: section.map })
   // Events: the hub watches the feed for this instance's streams and deliverer, which start once

@@ -6,6 +6,8 @@ import { type RawBuilder, sql } from 'kysely'
 import type { Db, Scope } from '../db/database.js'
 import { isoUtc, stAsGeoJson } from '../db/postgis.js'
 import type { ConflictState, Stance } from './conflicts.schema.js'
+import { type FilterExpr, type FilterRow, filterSql } from '../sources/filter.sql.js'
+import type { SearchBox } from '../sources/search-box.js'
 
 export interface ConflictListInput {
   scope: Scope
@@ -18,6 +20,8 @@ export interface ConflictListInput {
   to?: string
   limit: number
   after?: string
+  /** A checked CQL2 filter over CONFLICT_QUERYABLES. */
+  filter?: FilterExpr
 }
 
 /** The parties of one conflict, for deciding who may act on it. */
@@ -56,6 +60,38 @@ const featureText = (organisation: string): RawBuilder<string> => sql<string>`js
       'started_at', ${isoUtc(sql`c.started_at`)}, 'resolved_at', ${isoUtc(sql`c.resolved_at`)}, 'resolution', c.resolution,
       'version', c.version, 'updated_at', ${isoUtc(sql`c.updated_at`)})))::text`
 
+const envelope = ({ west, south, east, north }: { west: number, south: number, east: number, north: number }) =>
+  sql`ST_MakeEnvelope(${west}::float8, ${south}::float8, ${east}::float8, ${north}::float8, 4326)`
+/** Both sources' boxes meet the literal's (their GiST index), then the exact test on the overlap. */
+const meets = (literal: RawBuilder<unknown>): RawBuilder<boolean> => sql<boolean>`(sa.geom && ${literal} AND sb.geom && ${literal})`
+const intersectsBox = (box: SearchBox): RawBuilder<boolean> => sql<boolean>`(${meets(envelope(box))} AND ST_Intersects(${overlap}, ${envelope(box)}))`
+
+const COLUMNS: Record<string, RawBuilder<unknown>> = {
+  state: sql`c.state`,
+  overlap_m2: sql`c.overlap_m2`,
+  overlap_start: sql`lower(c.overlap_period)`,
+  overlap_end: sql`upper(c.overlap_period)`,
+  started_at: sql`c.started_at`,
+  resolved_at: sql`c.resolved_at`,
+  updated_at: sql`c.updated_at`,
+  version: sql`c.version`,
+  resolution: sql`c.resolution`,
+  source_a: sql`c.source_a`,
+  source_b: sql`c.source_b`,
+  geometry: sql`(CASE WHEN c.resolved_at IS NULL THEN ${overlap} END)`
+}
+
+/** A conflict as a CQL2 filter tests it (CONFLICT_QUERYABLES). */
+const CONFLICT_ROW: FilterRow = {
+  value: (name) => {
+    const column = COLUMNS[name]
+    if (column === undefined) throw new Error(`conflict queryable ${name} has no column`)
+    return column
+  },
+  geomMeets: meets,
+  period: { column: sql`c.overlap_period`, begin: 'overlap_start', end: 'overlap_end' }
+}
+
 const FROM = sql`FROM conflicts AS c
   LEFT JOIN sources AS sa ON sa.id = c.source_a AND c.resolved_at IS NULL
   LEFT JOIN sources AS sb ON sb.id = c.source_b AND c.resolved_at IS NULL`
@@ -76,6 +112,7 @@ export function listConflictsQuery (q: ConflictListInput): RawBuilder<ConflictTe
     const env = sql`ST_MakeEnvelope(${w}::float8, ${s}::float8, ${e}::float8, ${n}::float8, 4326)`
     where.push(sql`c.resolved_at IS NULL AND sa.geom && ${env} AND sb.geom && ${env} AND ST_Intersects(${overlap}, ${env})`)
   }
+  if (q.filter !== undefined) where.push(filterSql(q.filter, intersectsBox, CONFLICT_ROW))
   if (q.from !== undefined || q.to !== undefined) where.push(sql`c.overlap_period && tstzrange(${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, '[]')`)
   if (q.after !== undefined) where.push(sql`c.id > ${q.after}`)
   return sql<ConflictText>`SELECT c.id, c.version, ${featureText(q.organisation)} AS feature ${FROM}

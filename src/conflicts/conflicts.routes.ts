@@ -19,13 +19,16 @@ import type { ConflictListInput, ConflictParties } from './conflicts.repository.
 import {
   CarveBodySchema, CarveDryRunSchema, CarveItemParamsSchema, CarveQuerySchema, CarveSourceQuerySchema,
   ConflictListQuerySchema, type ConflictListQuery, ConflictPageSchema, ConflictParamsSchema, ConflictSchema, HistorySchema, NoteBodySchema, NoteSchema,
-  NotesSchema, StanceBodySchema, type StanceBody
+  NotesSchema, StanceBodySchema, type StanceBody, CONFLICT_QUERYABLES_DOCUMENT, ConflictQueryablesSchema, ConflictsCollectionSchema
 } from './conflicts.schema.js'
 import type { ConflictStore } from './conflicts.store.js'
 import { missing } from '../sources/source-changes.js'
 import { ETAG_HEADER, sendSource } from '../sources/source-replies.js'
 import { SourceFeatureSchema } from '../sources/source-feature.schema.js'
 import type { SourceStore } from '../sources/sources.store.js'
+import type { FilterExpr } from '../sources/filter.sql.js'
+import { CRS84 } from '../sources/crs.js'
+import { conflictsCollection } from './conflicts.collection.js'
 
 const TAGS = ['Conflicts']
 const GEOJSON = 'application/geo+json'
@@ -35,8 +38,15 @@ const MAX_LIMIT = 1000
 
 const etagOf = (version: number): string => `W/"${version}"`
 
-/** The query of a listing as the repository takes it; 400 with a pointer per bad value. */
-function listInput (request: FastifyRequest, q: ConflictListQuery): ConflictListInput {
+
+/**
+ * A CQL2 filter checked over CONFLICT_QUERYABLES into a FilterExpr (app.ts hands over the
+ * checker of features/filters/cql2.ts, a layer above this one), or the message saying why not.
+ */
+export type ConflictFilterCheck = (filter: string, lang: 'cql2-text' | 'cql2-json') => { expr: FilterExpr, geometries: string[] } | { error: string }
+
+/** The query of a listing as the repository takes it, and the filter's WKT to validate; 400 with a pointer per bad value. */
+function listInput (request: FastifyRequest, q: ConflictListQuery, check: ConflictFilterCheck): { input: ConflictListInput, geometries: string[] } {
   const details: ErrorDetail[] = []
   const limit = q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit)
   if (!(limit >= 1 && limit <= MAX_LIMIT)) details.push({ pointer: '?limit', message: `must be 1 to ${MAX_LIMIT}` })
@@ -49,9 +59,16 @@ function listInput (request: FastifyRequest, q: ConflictListQuery): ConflictList
     else bbox = [w, s, e, nn]
   }
   const period = q.datetime === undefined ? undefined : parseDatetimeParameter(q.datetime, details)
+  if (q['filter-crs'] !== undefined && q['filter-crs'] !== CRS84) details.push({ pointer: '?filter-crs', message: `must be ${CRS84}: the filter's geometries are longitude, latitude in CRS84` })
+  let filter: { expr: FilterExpr, geometries: string[] } | undefined
+  if (q.filter !== undefined) {
+    const checked = check(q.filter, q['filter-lang'] ?? 'cql2-text')
+    if ('error' in checked) details.push({ pointer: '?filter', message: checked.error })
+    else filter = checked
+  }
   if (details.length > 0) throw new ApiError('VALIDATION_FAILED', `${details[0]?.pointer} ${details[0]?.message}`, { details })
   const { scope, organisation } = request.account
-  return {
+  const input: ConflictListInput = {
     scope,
     organisation,
     state: q.state,
@@ -61,8 +78,10 @@ function listInput (request: FastifyRequest, q: ConflictListQuery): ConflictList
     ...(period?.at !== undefined ? { from: period.at, to: period.at } : {}),
     ...(period?.from !== undefined ? { from: period.from } : {}),
     ...(period?.to !== undefined ? { to: period.to } : {}),
-    ...(q.cursor !== undefined ? { after: q.cursor } : {})
+    ...(q.cursor !== undefined ? { after: q.cursor } : {}),
+    ...(filter !== undefined ? { filter: filter.expr } : {})
   }
+  return { input, geometries: filter?.geometries ?? [] }
 }
 
 const notFound = (id: string): ApiError => new ApiError('NOT_FOUND', `No conflict ${id} that your organisation is a party to.`)
@@ -89,13 +108,17 @@ function sideOf (request: FastifyRequest, c: ConflictParties, named: string | un
   { details: [{ pointer: '/source_id', message: 'is required here' }] })
 }
 
-const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources: SourceStore }> = async (app, { store, sources }) => {
+const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources: SourceStore, checkFilter: ConflictFilterCheck }> = async (app, { store, sources, checkFilter }) => {
   const listResponses = {
     200: sentAs(GEOJSON, ConflictPageSchema, 'A page of conflicts your organisation is a party to (admins: all), in id order.'),
     ...errorResponses(400, 401, 429, 500, 503)
   }
   async function sendList (request: FastifyRequest, reply: FastifyReply, q: ConflictListQuery, path: string): Promise<FastifyReply> {
-    const input = listInput(request, q)
+    const { input, geometries } = listInput(request, q, checkFilter)
+    if (geometries.length > 0) {
+      const details = (await store.geometryProblems(geometries)).flatMap((reason, i) => reason === null ? [] : [{ pointer: '?filter', message: `geometry literal ${i + 1} (a line or polygon) is not valid: ${reason}` }])
+      if (details.length > 0) throw new ApiError('VALIDATION_FAILED', `${details[0]?.pointer} ${details[0]?.message}`, { details })
+    }
     const rows = await store.list(input)
     const page = rows.slice(0, input.limit)
     const self = new URL(request.url, `${request.protocol}://${request.host}`)
@@ -120,6 +143,24 @@ const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources
       response: listResponses
     }
   }, async (request, reply) => await sendList(request, reply as FastifyReply, request.query, '/conflicts'))
+
+  app.get('/collections/conflicts', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'describeConflictsCollection', summary: 'The conflicts collection', tags: TAGS, security: SECURITY,
+      response: { 200: sentAs('application/json', ConflictsCollectionSchema, 'The collection.'), ...errorResponses(401, 429, 500, 503) }
+    }
+  }, async (request) => conflictsCollection(`${request.protocol}://${request.host}`))
+
+  app.get('/collections/conflicts/queryables', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getConflictQueryables', summary: 'What a CQL2 filter on the conflicts may name (JSON Schema)', tags: TAGS, security: SECURITY,
+      response: { 200: { content: { 'application/schema+json': { schema: ConflictQueryablesSchema } } }, ...errorResponses(401, 429, 500, 503) }
+    }
+  }, async (request, reply) => await (reply as FastifyReply).type('application/schema+json').send(JSON.stringify({
+    $schema: 'https://json-schema.org/draft/2020-12/schema', $id: `${request.protocol}://${request.host}/collections/conflicts/queryables`, ...CONFLICT_QUERYABLES_DOCUMENT
+  })))
 
   app.get('/collections/conflicts/items', {
     onRequest: [app.authenticate],

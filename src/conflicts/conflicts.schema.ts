@@ -4,6 +4,7 @@
 // but its id and the overlap is shown.
 import { type Static, Type } from '@sinclair/typebox'
 import { SourceIdSchema, UtcDateTimeSchema } from '../schemas/primitives.js'
+import type { FilterQueryables } from '../sources/filter.sql.js'
 
 export const CONFLICT_ID_PATTERN = '^cfl_[0-9a-f]{32}$'
 export const ConflictIdSchema = Type.String({ pattern: CONFLICT_ID_PATTERN, description: 'A conflict\'s id: "cfl_" and 32 hex digits.' })
@@ -53,7 +54,26 @@ export const ConflictSchema = Type.Object({
 }, { description: 'A conflict: two sources claiming the same land for the same time.' })
 export type ConflictView = Static<typeof ConflictSchema>
 
-export const LinkSchema = Type.Object({ href: Type.String(), rel: Type.String(), type: Type.Optional(Type.String()) })
+export const LinkSchema = Type.Object({ href: Type.String(), rel: Type.String(), type: Type.Optional(Type.String()), title: Type.Optional(Type.String()) })
+
+export const ConflictsCollectionSchema = Type.Object({
+  id: Type.Literal('conflicts'),
+  title: Type.String(),
+  description: Type.String(),
+  itemType: Type.Literal('feature'),
+  crs: Type.Array(Type.String(), { description: 'CRS84 only.' }),
+  storageCrs: Type.String(),
+  links: Type.Array(LinkSchema)
+}, { description: 'The conflicts collection (no extent: it would mean computing every overlap).' })
+
+export const ConflictQueryablesSchema = Type.Object({
+  $schema: Type.String(),
+  type: Type.Literal('object'),
+  title: Type.String(),
+  description: Type.String(),
+  properties: Type.Record(Type.String(), Type.Unknown(), { description: 'Each queryable\'s JSON Schema.' }),
+  additionalProperties: Type.Literal(false)
+}, { description: 'The Queryables document of the conflicts (JSON Schema 2020-12; its $id is this URL).' })
 
 export const ConflictPageSchema = Type.Object({
   type: Type.Literal('FeatureCollection'),
@@ -71,6 +91,9 @@ export const ConflictListQuerySchema = Type.Object({
   datetime: param('An instant or an interval (a/b, ../b, a/..): conflicts whose overlapping period meets it.'),
   limit: param('At most this many, 1–1000 (100 by default).', { pattern: '^[0-9]{1,4}$' }),
   cursor: param('The position of the next page, from a next link.', { pattern: CONFLICT_ID_PATTERN }),
+  filter: param('A CQL2 filter (OGC API – Features Part 3) over the queryables of /collections/conflicts/queryables: state, overlap_m2, overlap_start, overlap_end, started_at, resolved_at, updated_at, version, resolution, source_a, source_b and geometry (the overlap). ANDed with the other parameters (state= included: without it, unresolved conflicts only).', { maxLength: 8192 }),
+  'filter-lang': Type.Optional(Type.Union([Type.Literal('cql2-text'), Type.Literal('cql2-json')], { description: 'The filter\'s encoding: cql2-text (the default) or cql2-json.' })),
+  'filter-crs': param('The CRS of the filter\'s geometries: only http://www.opengis.net/def/crs/OGC/1.3/CRS84.'),
   f: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('geojson')], { description: 'Ignored: always GeoJSON (for OGC clients that send it).' }))
 }, { additionalProperties: false })
 export type ConflictListQuery = Static<typeof ConflictListQuerySchema>
@@ -133,3 +156,38 @@ export const CarveDryRunSchema = Type.Object({
     conflicts: Type.Array(ConflictIdSchema, { description: 'The conflicts the carve-out gives up.' })
   }, { additionalProperties: false })
 }, { description: 'dry_run=true: the area the source would have after the carve-out; nothing stored.' })
+
+/**
+ * What a CQL2 filter on the conflicts may name, and its type (the checker of
+ * features/filters/cql2.ts takes this; conflicts.repository.ts gives each its SQL).
+ */
+export const CONFLICT_QUERYABLES = {
+  types: {
+    state: 'string', overlap_m2: 'number', overlap_start: 'timestamp', overlap_end: 'timestamp', started_at: 'timestamp',
+    resolved_at: 'timestamp', updated_at: 'timestamp', version: 'number', resolution: 'string', source_a: 'string', source_b: 'string', geometry: 'geometry'
+  },
+  attributes: false,
+  period: ['overlap_start', 'overlap_end']
+} as const satisfies FilterQueryables
+
+/** The Queryables document of the conflicts (JSON Schema), each queryable described once here. */
+export const CONFLICT_QUERYABLES_DOCUMENT = {
+  type: 'object',
+  title: 'conflicts',
+  description: 'What a filter on /collections/conflicts/items may name. INTERVAL(overlap_start, overlap_end) is the overlapping period.',
+  properties: {
+    state: { type: 'string', enum: [...STATES], description: 'The pair\'s state.' },
+    overlap_m2: { type: 'number', description: 'Area in m² of the overlap.' },
+    overlap_start: { type: 'string', format: 'date-time', description: 'Start of the overlapping period.' },
+    overlap_end: { type: 'string', format: 'date-time', description: 'End of the overlapping period (exclusive; null: open).' },
+    started_at: { type: 'string', format: 'date-time', description: 'When the conflict was found.' },
+    resolved_at: { type: 'string', format: 'date-time', description: 'When it was resolved (null while it lasts).' },
+    updated_at: { type: 'string', format: 'date-time', description: 'Its last change.' },
+    version: { type: 'integer', description: 'Its version (the ETag\'s).' },
+    resolution: { type: 'string', enum: [...RESOLUTIONS], description: 'How it was resolved.' },
+    source_a: { type: 'string', description: 'The smaller source id of the pair (parties[0].source_id).' },
+    source_b: { type: 'string', description: 'The larger source id of the pair (parties[1].source_id).' },
+    geometry: { format: 'geometry-any', description: 'The overlap (null once resolved), in CRS84.' }
+  },
+  additionalProperties: false
+}

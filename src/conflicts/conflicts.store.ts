@@ -6,6 +6,7 @@ import {
   allowedStances, type CarvePreview, carvePreview, carveSource, findConflict, findParties, insertNote, listConflicts, listNotes, listStances, updateStance
 } from './conflicts.repository.js'
 import type { Stance } from './conflicts.schema.js'
+import { geometryProblems } from '../sources/filter.sql.js'
 
 export interface ConflictStore {
   list: (input: ConflictListInput) => Promise<ConflictText[]>
@@ -20,6 +21,8 @@ export interface ConflictStore {
   carvePreview: (id: string, scope: Scope, ids: string[] | null) => Promise<CarvePreview | undefined>
   /** The id carved, or undefined when the version moved on or nothing would remain. */
   carve: (id: string, scope: Scope, ids: string[] | null, versions: number[] | null, by: string) => Promise<string | undefined>
+  /** Why each WKT literal of a filter is invalid, or null where it is valid. */
+  geometryProblems: (wkts: string[]) => Promise<Array<string | null>>
 }
 
 export function conflictStore (db: Kysely<Database>): ConflictStore {
@@ -33,6 +36,7 @@ export function conflictStore (db: Kysely<Database>): ConflictStore {
     addNote: (conflictId, organisation, by, body) => insertNote(db, conflictId, organisation, by, body),
     stances: (conflictId) => listStances(db, conflictId),
     carvePreview: (id, scope, ids) => carvePreview(db, id, scope, ids),
-    carve: (id, scope, ids, versions, by) => carveSource(db, id, scope, ids, versions, by)
+    carve: (id, scope, ids, versions, by) => carveSource(db, id, scope, ids, versions, by),
+    geometryProblems: (wkts) => geometryProblems(db, wkts)
   }
 }

@@ -8,6 +8,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import { conflictsCollection } from '../conflicts/conflicts.collection.js'
 import type { SourcesConfig } from '../config.js'
 import { ApiError, errorResponses, summarise } from '../errors.js'
 import { MERGE_PATCH, mergePatchOnly } from '../http/merge-patch.js'
@@ -172,7 +173,7 @@ const featuresRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config,
   }, async (request) => {
     const base = baseOf(request)
     return {
-      collections: [collectionDoc(base, await store.extent(request.account.scope), catalogue)],
+      collections: [collectionDoc(base, await store.extent(request.account.scope), catalogue), conflictsCollection(base)],
       links: [{ href: `${base}/collections`, rel: 'self', type: 'application/json' }]
     }
   })

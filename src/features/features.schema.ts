@@ -27,13 +27,13 @@ export const CollectionSchema = Type.Object({
   itemType: Type.Literal('feature'),
   crs: Type.Array(Type.String(), { description: 'The CRSs crs= and bbox-crs= take, and a write\'s Content-Crs (OGC API – Features Part 2).' }),
   storageCrs: Type.String({ description: 'The CRS the sources are stored in: CRS84.' }),
-  extent: Type.Object({
+  extent: Type.Optional(Type.Object({
     spatial: Type.Object({ bbox: Type.Array(Type.Array(Type.Number())), crs: Type.String() }),
     temporal: Type.Object({ interval: Type.Array(Type.Array(Type.Union([Type.String(), Type.Null()]))), trs: Type.String() })
-  }),
+  }, { description: 'The sources\' extent in your scope (the conflicts collection has none).' })),
   links: Type.Array(LinkSchema)
-}, { description: 'The sources collection, its extent that of the sources in your scope.' })
-export const CollectionsSchema = Type.Object({ collections: Type.Array(CollectionSchema), links: Type.Array(LinkSchema) }, { description: 'The collections (one: sources).' })
+}, { description: 'A collection: sources (its extent that of the sources in your scope) or conflicts.' })
+export const CollectionsSchema = Type.Object({ collections: Type.Array(CollectionSchema), links: Type.Array(LinkSchema) }, { description: 'The collections: sources and conflicts.' })
 
 // Sent pre-serialised (the features spliced as PostgreSQL wrote them, as one buffer or a stream),
 // so closed: a field the text carries that is not here is a response outside the document.

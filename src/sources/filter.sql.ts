@@ -16,6 +16,16 @@ export type QueryableType = 'string' | 'number' | 'boolean' | 'timestamp' | 'geo
 /** The queryables a filter may name (source-properties.ts), and the type of each. */
 export const QUERYABLE_TYPES: Readonly<Record<string, QueryableType>> = Object.freeze(Object.fromEntries(propertiesWhere((p) => p.queryable)
   .map(([name, p]) => [name, p.type === 'integer' || p.type === 'number' ? 'number' : p.type as QueryableType])))
+/**
+ * What a filter may name: the queryables and their types, whether attributes are named too
+ * (properties.name; the sources' only), and the two instants of the stored period (for hints).
+ */
+export interface FilterQueryables {
+  types: Readonly<Record<string, QueryableType>>
+  attributes: boolean
+  period: [string, string]
+}
+
 /** A queryable's name (a key of QUERYABLE_TYPES). */
 export type Queryable = string
 /** A queryable other than geometry. */
@@ -57,21 +67,39 @@ export type FilterExpr =
 /** The keys of a FilterExpr whose string values are its shape rather than parameters. */
 export const FILTER_SHAPE_KEYS = ['op', 'cmp', 'relation', 'property', 'attribute', 'as']
 
-/** The row a filter tests: the `sources` relation of a listing. */
-const ROW = sourceRow('sources')
-const CONFLICT = valueOf('conflict', ROW) as RawBuilder<boolean>
+/**
+ * The row a filter tests: a queryable's value, the index's test of the geometry against a
+ * literal, the stored period with the two instants that bound it (INTERVAL(begin, end) against
+ * constants is tested on it), and the attributes (absent: the checker refuses attributes).
+ */
+export interface FilterRow {
+  value: (name: string) => RawBuilder<unknown>
+  geomMeets: (literal: RawBuilder<unknown>) => RawBuilder<boolean>
+  period: { column: RawBuilder<unknown>, begin: string, end: string }
+  attributes?: RawBuilder<unknown>
+}
+
+const SOURCE = sourceRow('sources')
+/** The `sources` relation of a listing. */
+export const SOURCES_ROW: FilterRow = {
+  value: (name) => valueOf(name, SOURCE),
+  geomMeets: (literal) => sql<boolean>`${SOURCE.geom} && ${literal}`,
+  period: { column: SOURCE.period, begin: 'start_at', end: 'end_at' },
+  attributes: SOURCE.attributes
+}
+const CONFLICT = valueOf('conflict', SOURCE) as RawBuilder<boolean>
 
 const ATTRIBUTE_FUNCTIONS: Record<AttributeOperand['as'], string> = {
   string: 'sources_attribute_text', number: 'sources_attribute_number', boolean: 'sources_attribute_boolean', timestamp: 'sources_attribute_timestamp'
 }
 
 /** An attribute's value as its type; the name is a literal, as in the index of a declared attribute (attribute-schemas.repository.ts). */
-export const attributeValue = (a: AttributeOperand, attributes: RawBuilder<unknown> = ROW.attributes): RawBuilder<unknown> =>
+export const attributeValue = (a: AttributeOperand, attributes: RawBuilder<unknown> = SOURCE.attributes): RawBuilder<unknown> =>
   sql`${sql.raw(ATTRIBUTE_FUNCTIONS[a.as])}(${attributes}, ${sql.lit(a.attribute)})`
 
-function scalar (s: Scalar): RawBuilder<unknown> {
-  if ('property' in s) return valueOf(s.property, ROW)
-  if ('attribute' in s) return attributeValue(s)
+function scalar (s: Scalar, row: FilterRow): RawBuilder<unknown> {
+  if ('property' in s) return row.value(s.property)
+  if ('attribute' in s) return attributeValue(s, row.attributes)
   if ('text' in s) return sql`${s.text}::text`
   if ('number' in s) return sql`${s.number}::float8`
   if ('timestamp' in s) return sql`${s.timestamp}::timestamptz`
@@ -85,8 +113,8 @@ function envelope ({ west, south, east, north }: SearchBox): RawBuilder<unknown>
 }
 
 /** A literal geometry, made once per statement (an InitPlan), not once per row. */
-function geometry (g: Geom): RawBuilder<unknown> {
-  if ('property' in g) return valueOf(g.property, ROW)
+function geometry (g: Geom, row: FilterRow): RawBuilder<unknown> {
+  if ('property' in g) return row.value(g.property)
   if ('wkt' in g) return sql`(SELECT ST_GeomFromText(${g.wkt}::text, 4326))`
   const [first, second] = g.boxes as [SearchBox, SearchBox | undefined]
   return second === undefined ? envelope(first) : sql`ST_Collect(${envelope(first)}, ${envelope(second)})`
@@ -103,21 +131,21 @@ const SPATIAL: Record<SpatialRelation, (a: RawBuilder<unknown>, b: RawBuilder<un
   crosses: (a, b) => sql`ST_Crosses(${a}, ${b})`
 }
 
-function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox: (box: SearchBox) => RawBuilder<boolean>): RawBuilder<boolean> {
+function spatial (relation: SpatialRelation, [a, b]: [Geom, Geom], intersectsBox: (box: SearchBox) => RawBuilder<boolean>, row: FilterRow): RawBuilder<boolean> {
   // The source's area against a BBOX: the very SQL of the bbox parameter (sources.listing.ts).
   const boxes = 'boxes' in b && 'property' in a ? b.boxes : 'boxes' in a && 'property' in b ? a.boxes : undefined
   if (boxes !== undefined && (relation === 'intersects' || relation === 'disjoint')) {
     const any = sql<boolean>`(${sql.join(boxes.map(intersectsBox), sql` OR `)})`
     return relation === 'intersects' ? any : sql<boolean>`NOT ${any}`
   }
-  const exact = SPATIAL[relation](geometry(a), geometry(b))
+  const exact = SPATIAL[relation](geometry(a, row), geometry(b, row))
   // Every relation but disjoint needs the bounding boxes to meet: that test is the index's.
   if (relation === 'disjoint' || !('property' in a || 'property' in b) || ('property' in a && 'property' in b)) return exact
-  const literal = 'property' in a ? geometry(b) : geometry(a)
-  return sql<boolean>`(${ROW.geom} && ${literal} AND ${exact})`
+  const literal = 'property' in a ? geometry(b, row) : geometry(a, row)
+  return sql<boolean>`(${row.geomMeets(literal)} AND ${exact})`
 }
 
-const instant = (i: Instant): RawBuilder<unknown> => 'property' in i ? valueOf(i.property, ROW) : 'attribute' in i ? attributeValue(i) : sql`${i.timestamp}::timestamptz`
+const instant = (i: Instant, row: FilterRow): RawBuilder<unknown> => 'property' in i ? row.value(i.property) : 'attribute' in i ? attributeValue(i, row.attributes) : sql`${i.timestamp}::timestamptz`
 const bounds = (t: Temporal): [Instant, Instant] => 'at' in t ? [t.at, t.at] : [t.begin, t.end]
 
 /**
@@ -142,56 +170,58 @@ const TEMPORAL: Record<TemporalRelation, (b1: RawBuilder<unknown>, e1: RawBuilde
   starts: (b1, e1, b2, e2) => sql`(${b1} = ${b2} AND ${e1} < ${e2})`
 }
 
-const isPeriod = (t: Temporal): boolean => 'begin' in t && 'property' in t.begin && t.begin.property === 'start_at' && 'property' in t.end && t.end.property === 'end_at'
+const isPeriod = (t: Temporal, row: FilterRow): boolean => 'begin' in t && 'property' in t.begin && t.begin.property === row.period.begin && 'property' in t.end && t.end.property === row.period.end
 const isConstant = (t: Temporal): boolean => bounds(t).every((i) => 'timestamp' in i)
 
-function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal]): RawBuilder<boolean> {
-  const [b1, e1] = bounds(t1).map(instant) as [RawBuilder<unknown>, RawBuilder<unknown>]
-  const [b2, e2] = bounds(t2).map(instant) as [RawBuilder<unknown>, RawBuilder<unknown>]
+function temporal (relation: TemporalRelation, [t1, t2]: [Temporal, Temporal], row: FilterRow): RawBuilder<boolean> {
+  const [b1, e1] = bounds(t1).map((i) => instant(i, row)) as [RawBuilder<unknown>, RawBuilder<unknown>]
+  const [b2, e2] = bounds(t2).map((i) => instant(i, row)) as [RawBuilder<unknown>, RawBuilder<unknown>]
   const exact = TEMPORAL[relation](b1, e1, b2, e2)
   if (relation === 'before' || relation === 'after' || relation === 'disjoint') return exact
   // Every other relation implies that the closed intervals meet: b1 <= e2 AND e1 >= b2. With
   // INTERVAL(start_at, end_at) on one side and constants on the other, that is the stored
   // period (half-open, whole microseconds) overlapping [b - 1 µs, e]: a test sources_period_gist answers.
-  const other = isPeriod(t1) && isConstant(t2) ? [b2, e2] : isPeriod(t2) && isConstant(t1) ? [b1, e1] : undefined
+  const other = isPeriod(t1, row) && isConstant(t2) ? [b2, e2] : isPeriod(t2, row) && isConstant(t1) ? [b1, e1] : undefined
   if (other === undefined) return exact
-  const overlap = sql<boolean>`${ROW.period} && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
+  const overlap = sql<boolean>`${row.period.column} && tstzrange(${other[0]} - interval '1 microsecond', ${other[1]}, '[]')`
   // For T_INTERSECTS that overlap is the relation itself, and the index alone answers it.
   return relation === 'intersects' ? overlap : sql<boolean>`(${overlap} AND ${exact})`
 }
 
-/** The SQL of a filter expression; `intersectsBox` is the bbox parameter's test of one box. */
-export function filterSql (e: FilterExpr, intersectsBox: (box: SearchBox) => RawBuilder<boolean>): RawBuilder<boolean> {
+/** The SQL of a filter expression on a row (the sources'); `intersectsBox` is the bbox parameter's test of one box. */
+export function filterSql (e: FilterExpr, intersectsBox: (box: SearchBox) => RawBuilder<boolean>, row: FilterRow = SOURCES_ROW): RawBuilder<boolean> {
+  const sub = (x: FilterExpr): RawBuilder<boolean> => filterSql(x, intersectsBox, row)
+  const scalar_ = (x: Scalar): RawBuilder<unknown> => scalar(x, row)
   switch (e.op) {
     case 'and':
     case 'or':
-      return sql<boolean>`(${sql.join(e.args.map((a) => filterSql(a, intersectsBox)), e.op === 'and' ? sql` AND ` : sql` OR `)})`
+      return sql<boolean>`(${sql.join(e.args.map(sub), e.op === 'and' ? sql` AND ` : sql` OR `)})`
     case 'not':
-      return sql<boolean>`(NOT ${filterSql(e.arg, intersectsBox)})`
+      return sql<boolean>`(NOT ${sub(e.arg)})`
     case 'literal':
       return e.value ? sql<boolean>`TRUE` : sql<boolean>`FALSE`
     case 'compare': {
       const [a, b] = e.args
       // conflict = TRUE and the like: the EXISTS itself, which the planner makes a semi-join.
-      if ('property' in a && a.property === 'conflict' && 'boolean' in b && (e.cmp === '=' || e.cmp === '<>')) {
+      if (row === SOURCES_ROW && 'property' in a && a.property === 'conflict' && 'boolean' in b && (e.cmp === '=' || e.cmp === '<>')) {
         return (e.cmp === '=') === b.boolean ? CONFLICT : sql<boolean>`NOT ${CONFLICT}`
       }
-      return sql<boolean>`(${scalar(a)} ${COMPARISONS[e.cmp]} ${scalar(b)})`
+      return sql<boolean>`(${scalar_(a)} ${COMPARISONS[e.cmp]} ${scalar_(b)})`
     }
     case 'like':
-      return sql<boolean>`(${scalar(e.args[0])} LIKE ${scalar(e.args[1])} ESCAPE '\\')`
+      return sql<boolean>`(${scalar_(e.args[0])} LIKE ${scalar_(e.args[1])} ESCAPE '\\')`
     case 'between':
-      return sql<boolean>`(${scalar(e.args[0])} BETWEEN ${scalar(e.args[1])} AND ${scalar(e.args[2])})`
+      return sql<boolean>`(${scalar_(e.args[0])} BETWEEN ${scalar_(e.args[1])} AND ${scalar_(e.args[2])})`
     case 'in':
-      return sql<boolean>`(${scalar(e.value)} IN (${sql.join(e.list.map(scalar))}))`
+      return sql<boolean>`(${scalar_(e.value)} IN (${sql.join(e.list.map(scalar_))}))`
     case 'isNull':
       // An attribute is null when absent or JSON null, whatever its declared type.
-      if ('attribute' in e.arg) return sql<boolean>`(coalesce(${ROW.attributes} -> ${sql.lit(e.arg.attribute)}, 'null'::jsonb) = 'null'::jsonb)`
-      return sql<boolean>`(${scalar(e.arg)} IS NULL)`
+      if ('attribute' in e.arg) return sql<boolean>`(coalesce(${row.attributes} -> ${sql.lit(e.arg.attribute)}, 'null'::jsonb) = 'null'::jsonb)`
+      return sql<boolean>`(${scalar_(e.arg)} IS NULL)`
     case 'spatial':
-      return spatial(e.relation, e.args, intersectsBox)
+      return spatial(e.relation, e.args, intersectsBox, row)
     case 'temporal':
-      return temporal(e.relation, e.args)
+      return temporal(e.relation, e.args, row)
   }
 }
 

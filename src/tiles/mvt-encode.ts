@@ -93,8 +93,14 @@ export function emptyMvtLayer (extent: number): Buffer {
   return new Writer().message(3, new Writer().key(15, 0).varint(2).string(1, 'sources').key(5, 0).varint(extent)).buffer()
 }
 
-/** The layer "sources" as MVT; empty when no feature has a polygon left. */
-export function encodeMvt (features: readonly DrawnFeature[], extent: number): Buffer {
+/** A layer's attributes: a name and its type (numbers are written as doubles). */
+export type LayerProperties = ReadonlyArray<{ name: string, type: string }>
+
+/**
+ * The layer (by default "sources", with TILE_PROPERTIES and each feature's count) as MVT; empty
+ * when no feature has a polygon left.
+ */
+export function encodeMvt (features: readonly DrawnFeature[], extent: number, name = 'sources', properties: LayerProperties = TILE_PROPERTIES): Buffer {
   const keys: string[] = []
   const keyIndex = new Map<string, number>()
   const values: Writer[] = []
@@ -114,18 +120,18 @@ export function encodeMvt (features: readonly DrawnFeature[], extent: number): B
     }
     return [k, v]
   }
-  const layer = new Writer().key(15, 0).varint(2).string(1, 'sources')
+  const layer = new Writer().key(15, 0).varint(2).string(1, name)
   let drawn = 0
   for (const f of features) {
     const geom = geometry(polygonsOf(JSON.parse(f.geom) as { type: string }))
     if (geom.length === 0) continue
     const tags: number[] = []
-    for (const { name, type } of TILE_PROPERTIES) {
-      const value = f[name]
+    for (const p of properties) {
+      const value = f[p.name]
       if (value === null || value === undefined) continue
-      tags.push(...tag(name, type === 'number' || type === 'integer' ? Number(value) : value))
+      tags.push(...tag(p.name, p.type === 'number' || p.type === 'integer' ? Number(value) : value))
     }
-    tags.push(...tag('count', Number(f.count)))
+    if (f.count !== undefined) tags.push(...tag('count', Number(f.count)))
     layer.message(2, new Writer().packed(2, tags).key(3, 0).varint(3).packed(4, geom))
     drawn++
   }

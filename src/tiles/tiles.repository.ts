@@ -126,7 +126,7 @@ WITH hits AS (
 }
 
 /** ST_AsMVTGeom's work without it: to tile units (y down), clipped to the buffer, on the unit grid. */
-function inTileUnits ({ z, x, y }: Tile): RawBuilder<unknown> {
+export function inTileUnits ({ z, x, y }: Tile): RawBuilder<unknown> {
   const size = tileSizeM(z)
   const k = EXTENT / size
   const west = -WORLD_M / 2 + x * size

@@ -236,6 +236,44 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     ...errorResponses(400, 401, 404, 429, 500, 503)
   })
 
+  // The overlaps of the caller's unresolved conflicts (conflict-tiles.repository.ts). Not kept in
+  // memory: the ETag hashes the bytes, which hold each conflict's state and version, so a stance
+  // change or a resolution changes it.
+  app.get('/collections/conflicts/tiles/WebMercatorQuad/:tileMatrix/:tileRow/:tileCol', {
+    onRequest: [app.authenticate],
+    schema: {
+      operationId: 'getConflictTile',
+      summary: 'A vector tile of your unresolved conflicts (Mapbox Vector Tile, layer "conflicts")',
+      description: 'The overlaps of the unresolved conflicts your organisation is a party to (admins: all), each with the attributes id, state and version. Path order as getTile. 204 when none is drawn in the tile. The ETag follows the bytes: a stance change or a resolution changes it.',
+      tags: TAGS,
+      security,
+      params: TileParamsSchema,
+      response: tileResponses({ 204: { description: 'No conflict is drawn in this tile', type: 'null' } })
+    }
+  }, async (request, typed) => {
+    const reply: FastifyReply = typed
+    const { tileMatrix: z, tileRow: y, tileCol: x } = request.params
+    const tile = parseTile({ z, x, y }, { z: 'tileMatrix', x: 'tileCol', y: 'tileRow' }, 'x')
+    const scope = request.account.scope
+    const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
+    if (admitted === 'cancelled') return await reply.code(499).send()
+    if (admitted === 'full') {
+      throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy drawing other tiles (${drawing.concurrency} at a time, ${drawing.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })
+    }
+    let mvt: Buffer
+    try {
+      mvt = await store.conflicts({ tile, scope, maxFeatures })
+    } finally {
+      admitted()
+    }
+    const etag = `"${createHash('sha256').update(JSON.stringify([DRAWING, scope])).update(mvt).digest('base64url').slice(0, 27)}"`
+    // Revalidated every time: a stance changes no tile counter, so only the bytes tell.
+    void reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization').header('etag', etag)
+    if (matches(request.headers['if-none-match'], etag)) return await reply.code(304).send()
+    if (mvt.length === 0) return await reply.code(204).send()
+    return await reply.type(MVT).send(mvt)
+  })
+
   app.get('/collections/sources/tiles/WebMercatorQuad/:tileMatrix/:tileRow/:tileCol', {
     onRequest: [app.authenticate],
     schema: {

@@ -13,6 +13,7 @@ import type { Tile } from './tile-matrix.js'
 import { EXTENT } from './tile-matrix.js'
 import { encodeMvt } from './mvt-encode.js'
 import { Batcher } from '../db/batcher.js'
+import { CONFLICT_TILE_PROPERTIES, type ConflictTileInput, conflictTile, conflictTileFeatures } from './conflict-tiles.repository.js'
 import { type TileInput, hasMvt, tileChanges, tileFeaturesQuery, tileQuery, tilesChanges } from './tiles.repository.js'
 
 export interface TileStore {
@@ -28,6 +29,11 @@ export interface TileStore {
   cached: (input: TileInput, changes?: string) => Promise<{ mvt: Buffer, changes: string } | undefined>
   /** West, south, east, north (CRS84) of the sources in a scope; null when it has none. */
   extent: (scope: Scope) => Promise<Bbox | null>
+  /**
+   * The layer "conflicts" of a tile (empty when none is drawn): never kept in memory, since a
+   * stance changes no counter of tile_changes (the route's ETag hashes the bytes).
+   */
+  conflicts: (input: ConflictTileInput) => Promise<Buffer>
 }
 
 export type Bbox = [number, number, number, number]
@@ -61,6 +67,11 @@ export function plainTileStore (db: Kysely<Database>, { maxBytes, extent, readsI
   return {
     extent,
     changes,
+    conflicts: async (input) => {
+      inPostgis ??= hasMvt(db)
+      if (await inPostgis) return (await conflictTile(db, input)) ?? Buffer.alloc(0)
+      return encodeMvt(await conflictTileFeatures(db, input), EXTENT, 'conflicts', CONFLICT_TILE_PROPERTIES)
+    },
     cached: async () => undefined,
     tile: async (input) => {
       let maxFeatures = input.maxFeatures

@@ -22,9 +22,9 @@ export interface Pixel {
 
 interface Leaflet { CRS: { EPSG3857: { latLngToPoint: (ll: unknown, z: number) => { x: number, y: number } } }, latLng: (lat: number, lon: number) => unknown }
 
-/** radius: also look that many pixels around (a 2-pixel mark at a world view, ± Leaflet's rounding). */
-export async function pixelAt (page: Page, lon: number, lat: number, radius = 0): Promise<Pixel> {
-  return await page.evaluate((lon, lat, radius) => {
+/** radius: also look that many pixels around (a 2-pixel mark at a world view, ± Leaflet's rounding); pane: whose canvases (sources, conflicts). */
+export async function pixelAt (page: Page, lon: number, lat: number, radius = 0, pane = 'sources'): Promise<Pixel> {
+  return await page.evaluate((lon, lat, radius, pane) => {
     const L = (window as unknown as { L: Leaflet }).L
     const [z, clat, clon] = (new URLSearchParams(location.hash.slice(1)).get('map') ?? '0/0/0').split('/').map(Number) as [number, number, number]
     const p = L.CRS.EPSG3857.latLngToPoint(L.latLng(lat, lon), z)
@@ -33,7 +33,7 @@ export async function pixelAt (page: Page, lon: number, lat: number, radius = 0)
     const x = box.left + box.width / 2 + p.x - c.x
     const y = box.top + box.height / 2 + p.y - c.y
     let rgba: number[] | null = null
-    const canvases = [...document.querySelectorAll<HTMLCanvasElement>('.leaflet-sources-pane canvas')].map((canvas) => ({ canvas, r: canvas.getBoundingClientRect() }))
+    const canvases = [...document.querySelectorAll<HTMLCanvasElement>(`.leaflet-${pane}-pane canvas`)].map((canvas) => ({ canvas, r: canvas.getBoundingClientRect() }))
     for (let dy = -radius; dy <= radius && rgba === null; dy++) {
       for (let dx = -radius; dx <= radius && rgba === null; dx++) {
         const px = x + dx
@@ -47,7 +47,7 @@ export async function pixelAt (page: Page, lon: number, lat: number, radius = 0)
       }
     }
     return { x, y, inView: x >= box.left && x < box.right && y >= box.top && y < box.bottom, rgba }
-  }, lon, lat, radius)
+  }, lon, lat, radius, pane)
 }
 
 /**

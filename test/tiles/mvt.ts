@@ -25,8 +25,8 @@ export const tileUrl = ([z, x, y]: TileZxy, query = ''): string => `/collections
 
 export interface Decoded { properties: Record<string, unknown>, geometry: { type: string, coordinates: unknown } }
 
-export function decode (body: Buffer, tile: TileZxy): Decoded[] {
-  const layer = new VectorTile(new Pbf(body)).layers.sources
+export function decode (body: Buffer, tile: TileZxy, name = 'sources'): Decoded[] {
+  const layer = new VectorTile(new Pbf(body)).layers[name]
   if (layer === undefined) return []
   const out: Decoded[] = []
   for (let i = 0; i < layer.length; i++) {

@@ -8,7 +8,7 @@ import { parseDateTime } from '../../sources/datetime.js'
 import { type SearchBox, searchBoxes } from '../../sources/search-box.js'
 import {
   type Comparison, type FilterExpr, type Geom, type Instant, type InstantProperty, type Queryable, QUERYABLE_TYPES, type Scalar,
-  type SpatialRelation, type Temporal, type TemporalRelation
+  type FilterQueryables, type QueryableType, type SpatialRelation, type Temporal, type TemporalRelation
 } from '../../sources/filter.sql.js'
 import { TEXT_OFFSET, parseCql2Text } from './cql2-text.grammar.js'
 import type { AttributeType } from '../../sources/attribute-schemas.js'
@@ -63,8 +63,8 @@ const TEMPORAL: Record<string, TemporalRelation> = {
 }
 /** Relations of Table 8: defined on intervals only ("using these functions with instants will result in a client error"). */
 const INTERVALS_ONLY = new Set<TemporalRelation>(['contains', 'during', 'finishedBy', 'finishes', 'meets', 'metBy', 'overlappedBy', 'overlaps', 'startedBy', 'starts'])
-const QUERYABLES = Object.keys(QUERYABLE_TYPES).join(', ')
-const INSTANTS = Object.keys(QUERYABLE_TYPES).filter((name) => QUERYABLE_TYPES[name] === 'timestamp').join(', ')
+/** The sources' queryables (source-properties.ts), with attributes. */
+export const SOURCE_QUERYABLES: FilterQueryables = { types: QUERYABLE_TYPES, attributes: true, period: ['start_at', 'end_at'] }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?[Zz]$/
@@ -79,7 +79,17 @@ class Checker {
   private vertices = 0
   readonly geometries: string[] = []
 
-  constructor (private readonly text: boolean, private readonly declared: ReadonlyMap<string, AttributeType>) {}
+  private readonly types: Readonly<Record<string, QueryableType>>
+  private readonly names: string
+  private readonly instants: string
+  private readonly periodHint: string
+
+  constructor (private readonly text: boolean, private readonly declared: ReadonlyMap<string, AttributeType>, private readonly queryables: FilterQueryables) {
+    this.types = queryables.types
+    this.names = Object.keys(this.types).join(', ')
+    this.instants = Object.keys(this.types).filter((name) => this.types[name] === 'timestamp').join(', ')
+    this.periodHint = `INTERVAL(${queryables.period.join(', ')})`
+  }
 
   private fail (node: unknown, path: string, message: string): never {
     const offset = isObject(node) ? (node as Record<symbol, unknown>)[TEXT_OFFSET] : undefined
@@ -174,7 +184,7 @@ class Checker {
       const operands = this.args(node, path, [2]).map((x, i) => this.temporal(x, at(i), depth + 1, spell(op)))
       if (INTERVALS_ONLY.has(temporal)) {
         for (const [i, t] of operands.entries()) {
-          if ('at' in t) this.fail((node.args as unknown[])[i], at(i), `${spell(op)} relates intervals, and this is an instant: use INTERVAL(start_at, end_at) or INTERVAL('…', '…')`)
+          if ('at' in t) this.fail((node.args as unknown[])[i], at(i), `${spell(op)} relates intervals, and this is an instant: use ${this.periodHint} or INTERVAL('…', '…')`)
         }
       }
       return { op: 'temporal', relation: temporal, args: operands as [Temporal, Temporal] }
@@ -320,7 +330,8 @@ class Checker {
   private property (node: Record<string, unknown>, path: string): Operand {
     const name = node.property
     if (typeof name !== 'string') this.fail(node, path, '"property" must be a string')
-    if (!Object.hasOwn(QUERYABLE_TYPES, name)) {
+    if (!Object.hasOwn(this.types, name)) {
+      if (!this.queryables.attributes) this.fail(node, path, `unknown property ${JSON.stringify(name)}: the queryables are ${this.names}`)
       const attribute = name.startsWith(ATTRIBUTE_PREFIX) ? name.slice(ATTRIBUTE_PREFIX.length) : name
       const type = this.declared.get(attribute)
       if (type !== undefined) {
@@ -332,10 +343,10 @@ class Checker {
         return { type: 'any', attribute, scalar: { attribute, as: 'string' } }
       }
       const declared = [...this.declared.keys()]
-      this.fail(node, path, `unknown property ${JSON.stringify(name)}: the queryables are ${QUERYABLES}${declared.length > 0 ? `, and your organisation's declared attributes ${declared.join(', ')}` : ''}; any attribute is ${ATTRIBUTE_PREFIX}name`)
+      this.fail(node, path, `unknown property ${JSON.stringify(name)}: the queryables are ${this.names}${declared.length > 0 ? `, and your organisation's declared attributes ${declared.join(', ')}` : ''}; any attribute is ${ATTRIBUTE_PREFIX}name`)
     }
     const property = name as Queryable
-    const type = QUERYABLE_TYPES[property]
+    const type = this.types[property]
     if (property === 'geometry') return { type: 'geometry', geom: { property }, degenerate: false }
     if (type === 'timestamp') {
       const p = property as InstantProperty
@@ -386,7 +397,7 @@ class Checker {
     const o = this.operand(node, path, depth)
     if (o.type === 'interval') return o.temporal
     if (o.type === 'timestamp') return { at: o.instant }
-    const hint = typeof node === 'string' ? this.literalHint('timestamp', node) : `use a timestamp property (${INSTANTS}), INTERVAL(start_at, end_at), ${this.text ? "DATE('…'), TIMESTAMP('…') or INTERVAL('…', '…')" : '{"date": …}, {"timestamp": …} or {"interval": […, …]}'}`
+    const hint = typeof node === 'string' ? this.literalHint('timestamp', node) : `use a timestamp property (${this.instants}), ${this.periodHint}, ${this.text ? "DATE('…'), TIMESTAMP('…') or INTERVAL('…', '…')" : '{"date": …}, {"timestamp": …} or {"interval": […, …]}'}`
     this.fail(node, path, `${name} relates instants and intervals, and ${this.named(node, o.type)}: ${hint}`)
   }
 
@@ -496,7 +507,7 @@ function bracketDepth (text: string, quote: '\'' | '"', open: string, close: str
  * A filter's text checked into a FilterExpr, or the one message saying why not. The parsers
  * recurse on brackets, so brackets nested far beyond the depth limit are refused before parsing.
  */
-export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number], declared: ReadonlyMap<string, AttributeType> = new Map()): CheckedFilter | { error: string } {
+export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number], declared: ReadonlyMap<string, AttributeType> = new Map(), queryables: FilterQueryables = SOURCE_QUERYABLES): CheckedFilter | { error: string } {
   if (filter.length > FILTER_LIMITS.characters) return { error: `is ${filter.length} characters long: the limit is ${FILTER_LIMITS.characters}` }
   const text = lang === 'cql2-text'
   const brackets = text ? bracketDepth(filter, '\'', '(', ')') : bracketDepth(filter, '"', '[{', ']}')
@@ -516,7 +527,7 @@ export function checkFilter (filter: string, lang: typeof FILTER_LANGS[number], 
       return { error: `is not JSON (cql2-json): ${(error as Error).message}` }
     }
   }
-  const checker = new Checker(text, declared)
+  const checker = new Checker(text, declared, queryables)
   try {
     return { expr: checker.predicate(json, '', 1), geometries: checker.geometries }
   } catch (error) {

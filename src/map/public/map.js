@@ -10,6 +10,12 @@
 ;(function () {
   const TOKEN_KEY = 'source-registry-token'
   const TILES = 'collections/sources/tiles/WebMercatorQuad/{z}/{y}/{x}'
+  const CONFLICT_TILES = 'collections/conflicts/tiles/WebMercatorQuad/{z}/{y}/{x}'
+  // A conflict's overlap in the colour of its state (the legend's).
+  const STATE_COLOUR = { open: '#d62828', in_review: '#f77f00', disputed: '#7b2cbf', accepted: '#2a9d8f' }
+  const STATE_TEXT = { open: 'Conflict: open', in_review: 'Conflict: in review', disputed: 'Conflict: disputed', accepted: 'Conflict: accepted' }
+  // The stances a party may move to (the service's conflict_stance_transitions; it refuses others with 409).
+  const NEXT_STANCES = { open: ['acknowledged'], acknowledged: ['disputed', 'accepted'], disputed: ['acknowledged', 'accepted'], accepted: ['acknowledged', 'disputed'] }
   const STYLE = {
     registered: { fill: true, color: '#1d3557', weight: 2, fillColor: '#457b9d', fillOpacity: 0.3 },
     conflict: { fill: true, color: '#b3261e', weight: 2, fillColor: '#b3261e', fillOpacity: 0.35 },
@@ -148,6 +154,9 @@
   let sourcesLayer
   let highlightLayer
   let selected = null
+  let conflictsLayer
+  /** The conflict in its panel: its Feature and the caller's party in it. */
+  let shown = null
   let fittedOnce = false
   let revalidate = false
 
@@ -170,7 +179,8 @@
     const control = L.control({ position: 'bottomright' })
     control.onAdd = () => {
       const div = L.DomUtil.create('div', 'legend')
-      for (const [cls, text] of [['registered', 'Registered'], ['conflict', 'In conflict'], ['mark', 'Small sources (zoom in)'], ['rejected', 'Rejected upload']]) {
+      const states = Object.keys(STATE_TEXT).map((s) => [`state ${s}`, STATE_TEXT[s]])
+      for (const [cls, text] of [['registered', 'Registered'], ['conflict', 'In conflict'], ...states, ['mark', 'Small sources (zoom in)'], ['rejected', 'Rejected upload']]) {
         const row = document.createElement('div')
         const swatch = document.createElement('span')
         swatch.className = `swatch ${cls}`
@@ -209,7 +219,23 @@
       getFeatureId: (f) => f.properties.id,
       vectorTileLayerStyles: { sources: styleOf }
     })
-    sourcesLayer.on('click', (e) => openSource(e.layer.properties || {}, e.latlng))
+    // The overlaps above the sources, not interactive (their canvases would take the sources'
+    // clicks): a click on a source opens the conflict whose overlap holds the point, if any (an
+    // overlap lies inside the caller's own source).
+    map.createPane('conflicts').style.zIndex = 460
+    conflictsLayer = new SourceTiles(CONFLICT_TILES, {
+      pane: 'conflicts',
+      rendererFactory: L.canvas.tile,
+      interactive: false,
+      maxZoom: 22,
+      getFeatureId: (f) => f.properties.id,
+      vectorTileLayerStyles: { conflicts: (p) => ({ fill: true, color: STATE_COLOUR[p.state] || '#d62828', weight: 2, fillColor: STATE_COLOUR[p.state] || '#d62828', fillOpacity: 0.45 }) }
+    })
+    sourcesLayer.on('click', (e) => {
+      const conflict = conflictAt(e.latlng)
+      if (conflict) openConflict(conflict.id)
+      else openSource(e.layer.properties || {}, e.latlng)
+    })
     sourcesLayer.on('loading', loadingState)
     sourcesLayer.on('load', () => {
       revalidate = false
@@ -286,7 +312,34 @@
     }
     if (map.hasLayer(sourcesLayer)) sourcesLayer.setUrl(tileUrl())
     else sourcesLayer.setUrl(tileUrl(), true).addTo(map)
+    drawConflicts()
     loadingState()
+  }
+  // The conflicts' tiles are revalidated at every request (no-cache): a stance shows at once.
+  function drawConflicts () {
+    if (!session || !map) return
+    conflictsLayer.options.fetchOptions = { headers: { authorization: `Bearer ${session.token}`, 'x-requested-with': 'XMLHttpRequest' }, cache: 'no-cache' }
+    if (map.hasLayer(conflictsLayer)) conflictsLayer.redraw()
+    else conflictsLayer.addTo(map)
+  }
+  /** The properties of the conflict drawn at this point, or null. */
+  function conflictAt (latlng) {
+    if (!conflictsLayer || !map.hasLayer(conflictsLayer)) return null
+    const at = map.latLngToLayerPoint(latlng)
+    const zoom = map.getZoom()
+    for (const key in conflictsLayer._vectorTiles) {
+      const tile = conflictsLayer._vectorTiles[key]
+      if (!tile._map || tile.getCoord().z !== zoom) continue
+      const point = at.subtract(tile.getOffset())
+      for (const id in tile._layers) {
+        const layer = tile._layers[id]
+        if (!layer.properties) continue
+        // Not interactive: its pixel bounds, which the hit test needs, are made here.
+        if (!layer._pxBounds) layer.makeInteractive()
+        if (layer._containsPoint(point)) return layer.properties
+      }
+    }
+    return null
   }
 
   // The collection: its extent is the first view. Read at every sign-in, also when the view is
@@ -369,6 +422,126 @@
       drawSources({ afterWrite: true })
     } catch (err) {
       if (err.status !== 401) say(`Could not delete ${id}: ${err.message} (${err.status})`, { error: true })
+    }
+  })
+
+  // --- a conflict's panel: the parties' stances, the actions (If-Match), the notes ---
+  const canAct = () => session && (session.role === 'editor' || session.role === 'admin')
+  function problem (err) {
+    const b = err.body || {}
+    const allowed = Array.isArray(b.allowed) ? ` Allowed: ${b.allowed.join(', ') || 'none'}.` : ''
+    return `${b.message || err.message} (${err.status || 'no answer'})${allowed}`
+  }
+  async function openConflict (id) {
+    try {
+      const conflict = await api(`conflicts/${encodeURIComponent(id)}`)
+      const notes = await api(`conflicts/${encodeURIComponent(id)}/notes`)
+      showConflict(conflict, notes.notes)
+    } catch (err) {
+      if (err.status !== 401) say(`Could not read conflict ${id}: ${problem(err)}`, { error: true })
+    }
+  }
+  function showConflict (conflict, notes) {
+    const p = conflict.properties
+    const own = p.parties.filter((x) => x.own)
+    shown = { id: conflict.id, version: p.version, party: own.length === 1 ? own[0] : null }
+    $('panel').hidden = true
+    const dl = $('conflict-details')
+    dl.replaceChildren()
+    row(dl, 'Id', conflict.id)
+    row(dl, 'State', p.state)
+    row(dl, 'Overlap', `${(p.overlap_m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha`)
+    row(dl, 'Period', `${p.overlap_start} – ${p.overlap_end}`)
+    row(dl, 'Since', p.started_at)
+    $('conflict-parties').replaceChildren(...p.parties.map((x) => Object.assign(document.createElement('li'), {
+      textContent: `${x.own ? 'Yours' : 'Other party'}: ${x.source_id} — ${x.stance}${x.reason ? ` (“${x.reason}”)` : ''}`
+    })))
+    const party = shown.party
+    const acting = canAct() && party !== null && p.state !== 'resolved'
+    $('conflict-actions').hidden = !acting
+    if (acting) {
+      const next = NEXT_STANCES[party.stance] || []
+      for (const stance of ['acknowledged', 'accepted', 'disputed']) $(`stance-${stance}`).disabled = !next.includes(stance)
+      $('dispute-reason').disabled = !next.includes('disputed')
+    }
+    $('carve-summary').hidden = true
+    $('carve-confirm').hidden = true
+    $('conflict-notes').replaceChildren(...(notes.length === 0
+      ? [Object.assign(document.createElement('li'), { textContent: 'No notes yet.' })]
+      : notes.map((n) => {
+          const li = document.createElement('li')
+          const meta = Object.assign(document.createElement('span'), { className: 'meta', textContent: `${n.own ? (n.author || 'your organisation') : 'the other party'} · ${n.created_at}` })
+          li.append(meta, document.createTextNode(n.body))
+          return li
+        })))
+    $('note-form').hidden = !canAct()
+    $('conflict-panel').hidden = false
+  }
+  function closeConflict () {
+    shown = null
+    $('conflict-panel').hidden = true
+  }
+  $('conflict-close').addEventListener('click', closeConflict)
+  for (const stance of ['acknowledged', 'accepted', 'disputed']) {
+    $(`stance-${stance}`).addEventListener('click', async () => {
+      if (!shown) return
+      const body = { stance }
+      if (stance === 'disputed') {
+        body.reason = $('dispute-reason').value.trim()
+        if (!body.reason) { say('A dispute needs a reason.', { error: true }); $('dispute-reason').focus(); return }
+      }
+      const id = shown.id
+      try {
+        await api(`conflicts/${encodeURIComponent(id)}/stance`, { method: 'POST', headers: { 'content-type': 'application/json', 'if-match': `W/"${shown.version}"` }, body: JSON.stringify(body) })
+        $('dispute-reason').value = ''
+        say(`Your stance on ${id}: ${stance}.`)
+        drawConflicts()
+      } catch (err) {
+        if (err.status !== 401) say(`Could not set the stance: ${problem(err)}`, { error: true })
+      }
+      await openConflict(id)
+    })
+  }
+  $('note-form').addEventListener('submit', async (event) => {
+    event.preventDefault()
+    if (!shown) return
+    const id = shown.id
+    try {
+      await api(`conflicts/${encodeURIComponent(id)}/notes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ body: $('note-body').value }) })
+      $('note-body').value = ''
+    } catch (err) {
+      if (err.status !== 401) say(`Could not add the note: ${problem(err)}`, { error: true })
+    }
+    await openConflict(id)
+  })
+  // Carve-out: a dry run first (the area given up), then the carve with the source's version.
+  let carving = null
+  $('carve-preview').addEventListener('click', async () => {
+    if (!shown || !shown.party) return
+    const source = shown.party.source_id
+    try {
+      const dry = await api(`sources/carve?id=${encodeURIComponent(source)}&dry_run=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ conflicts: [shown.id] }) })
+      const current = await api(`sources/?id=${encodeURIComponent(source)}`)
+      carving = { source, conflict: shown.id, version: current.properties.version }
+      const ha = (m2) => `${(m2 / 10000).toLocaleString('en', { maximumFractionDigits: 2 })} ha`
+      $('carve-summary').textContent = `Carving conflict ${shown.id} out of ${source} gives up ${ha(dry.properties.area_lost_m2)}; ${ha(dry.properties.area_m2)} remain.`
+      $('carve-summary').hidden = false
+      $('carve-confirm').hidden = false
+    } catch (err) {
+      if (err.status !== 401) say(`Could not preview the carve-out: ${problem(err)}`, { error: true })
+    }
+  })
+  $('carve-confirm').addEventListener('click', async () => {
+    if (!carving) return
+    const { source, conflict, version } = carving
+    carving = null
+    try {
+      await api(`sources/carve?id=${encodeURIComponent(source)}`, { method: 'POST', headers: { 'content-type': 'application/json', 'if-match': `W/"${version}"` }, body: JSON.stringify({ conflicts: [conflict] }) })
+      say(`Carved conflict ${conflict} out of ${source}.`)
+      closeConflict()
+      drawSources({ afterWrite: true })
+    } catch (err) {
+      if (err.status !== 401) say(`Could not carve: ${problem(err)}`, { error: true })
     }
   })
 
