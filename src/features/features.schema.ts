@@ -74,8 +74,8 @@ export const ItemsQuerySchema = Type.Object({
   crs: param('The CRS of the geometries in the answer, one of the collection\'s crs (default CRS84), in its axis order (EPSG:4326 latitude first; EPSG:3035 northing first); the Content-Crs header names it.'),
   datetime: param('An RFC 3339 instant, or an interval a/b, ../b, a/.. (".." or nothing for an open end). A source matches when its period [start_at, end_at) intersects it.'),
   cursor: param('Opaque position of the next page, from a next link.'),
-  sortby: param(`A comma list of sortables (/collections/sources/sortables: ${SORTABLE.join(', ')}), each with "-" in front for descending ("+" or nothing: ascending); ties are ordered by id (default: id).`),
-  properties: param(`A comma list of the properties to return (/collections/sources/returnables: ${RETURNABLE.join(', ')}); default all.`),
+  sortby: param(`A comma list of sortables (/collections/sources/sortables: ${SORTABLE.join(', ')}, and the attributes your organisation declared), each with "-" in front for descending ("+" or nothing: ascending); ties are ordered by id (default: id). A source without a declared attribute sorts after the others ascending, before them descending.`),
+  properties: param(`A comma list of the properties to return (/collections/sources/returnables: ${RETURNABLE.join(', ')}, and the attributes your organisation declared); default all, every attribute included; with properties, only the attributes it names.`),
   skipGeometry: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['true', 'false'], description: 'true: each Feature\'s geometry is null (default false).' })),
   // Each queryable but the geometry, as an equality (OGC API – Features Part 3, queryables as query parameters).
   ...QUERYABLE_PARAMETERS,
