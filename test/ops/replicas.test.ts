@@ -26,6 +26,10 @@ async function query<T> (url: string, text: string): Promise<T[]> {
   // A hot standby may cancel the test's own query when it conflicts with replay (40001): again.
   for (let attempt = 1; ; attempt++) {
     const client = new pg.Client({ connectionString: url })
+    // Replay resuming may terminate this very connection (FATAL 40001, conflict with recovery):
+    // the query rejects with it, and the client's 'error' must not go unheard (an uncaught
+    // exception that failed the file).
+    client.on('error', () => {})
     await client.connect()
     try {
       return (await client.query(text)).rows as T[]
