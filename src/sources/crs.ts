@@ -39,10 +39,11 @@ export const crsHeader = (crs: Crs): string => `<${crs.uri}>`
 interface EsriCrs { wkid: number, latestWkid: number, name: string, wkt2: string, authority?: string, extent?: Array<{ slat: number, nlat: number, llon: number, rlon: number }> }
 
 /**
- * The Esri records of these EPSG codes. The two tables are 15 MB of JSON with one record per
- * `{ "wkid": N,` line: each record asked for is cut out of the text and parsed alone (parsing
- * the whole tables would cost a second of start-up); a code only found as another's latestWkid
- * falls back to parsing the table.
+ * The Esri records of these EPSG codes. The two tables are large JSON files with one record per
+ * `{ "wkid": N,` line: each record asked for is cut out of the text and parsed alone, because
+ * parsing the whole tables would lengthen every start (sizes and cost: docs/performance.md,
+ * "Figures behind the code"); a code only found as another's latestWkid falls back to parsing
+ * the table.
  */
 function esriRecords (codes: readonly number[]): Map<number, EsriCrs> {
   const require = createRequire(import.meta.url)
