@@ -4,6 +4,8 @@
 // same file into the same `sources` table (its constraints and triggers: conflicts, versions,
 // events). Features/s and the CLI's peak RSS (GNU time). N features (default 20000):
 //   npm run build && node bench/bulk.mjs [N]
+// Export only, from a database an earlier bench seeded (e.g. bench/crs.mjs's million sources):
+//   BENCH_DATABASE_URL=postgres://… BENCH_EXPORT_ORG=bench node bench/bulk.mjs
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -11,12 +13,14 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { startPostgis } from '../scripts/postgis.mjs'
 
-const N = Number(process.argv[2] ?? 20000)
+const EXPORT_ORG = process.env.BENCH_EXPORT_ORG
 const dir = mkdtempSync(join(tmpdir(), 'bench-bulk-'))
-const server = await startPostgis()
-const url = server.url ?? server.databaseUrl ?? server
+const server = EXPORT_ORG === undefined ? await startPostgis() : undefined
+const url = server?.url ?? process.env.BENCH_DATABASE_URL
 const env = { ...process.env, DATABASE_URL: String(url) }
-const pgDsn = `PG:host=127.0.0.1 port=${new URL(String(url)).port} dbname=postgres user=postgres`
+delete env.DATA_DIR
+const parsed = new URL(String(url))
+const pgDsn = `PG:host=${parsed.hostname} port=${parsed.port} dbname=${parsed.pathname.slice(1) || 'postgres'} user=${parsed.username || 'postgres'}`
 const cli = (args, input) => {
   const t0 = process.hrtime.bigint()
   const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, 'dist/cli.js', ...args], { env, encoding: 'utf8', input, maxBuffer: 1e8 })
@@ -32,26 +36,31 @@ const timed = (cmd, args) => {
   return { s: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024 }
 }
 
-cli(['migrate'])
-cli(['account', 'add', '--email', 'bench@example.org', '--org', 'acme', '--role', 'editor', '--password-stdin'], 'bench password 123456')
-cli(['account', 'add', '--email', 'ogr@example.org', '--org', 'ogr', '--role', 'editor', '--password-stdin'], 'bench password 123456')
 const client = new pg.Client({ connectionString: String(url) })
 await client.connect()
-const ogrAccount = (await client.query("SELECT id FROM accounts WHERE email = 'ogr@example.org'")).rows[0].id
+const N = EXPORT_ORG === undefined ? Number(process.argv[2] ?? 20000) : (await client.query('SELECT count(*)::int AS n FROM sources WHERE organisation = $1', [EXPORT_ORG])).rows[0].n
+const ORG = EXPORT_ORG ?? 'acme'
+const results = []
+const rate = (s) => Math.round(N / s)
+if (EXPORT_ORG === undefined) await importBoth()
+/** Imports of the same N features: the CLI, then ogr2ogr appending to sources. */
+async function importBoth () {
+  cli(['migrate'])
+  cli(['account', 'add', '--email', 'bench@example.org', '--org', 'acme', '--role', 'editor', '--password-stdin'], 'bench password 123456')
+  cli(['account', 'add', '--email', 'ogr@example.org', '--org', 'ogr', '--role', 'editor', '--password-stdin'], 'bench password 123456')
+  const ogrAccount = (await client.query("SELECT id FROM accounts WHERE email = 'ogr@example.org'")).rows[0].id
 
-// N small non-overlapping boxes, 10-vertex rings, one period.
-const side = Math.ceil(Math.sqrt(N))
-const lines = []
-for (let i = 0; i < N; i++) {
-  const x = -170 + (i % side) * (340 / side); const y = -80 + Math.floor(i / side) * (160 / side); const d = 100 / side
-  const ring = [[x, y], [x + d / 2, y], [x + d, y], [x + d, y + d / 2], [x + d, y + d], [x + d / 2, y + d], [x, y + d], [x, y + d / 2], [x + d / 4, y + d / 4], [x, y]]
-  lines.push(`\u001e${JSON.stringify({ type: 'Feature', id: `f-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2025-01-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: [ring] } })}\n`)
+  // N small non-overlapping boxes, 10-vertex rings, one period.
+  const side = Math.ceil(Math.sqrt(N))
+  const lines = []
+  for (let i = 0; i < N; i++) {
+    const x = -170 + (i % side) * (340 / side); const y = -80 + Math.floor(i / side) * (160 / side); const d = 100 / side
+    const ring = [[x, y], [x + d / 2, y], [x + d, y], [x + d, y + d / 2], [x + d, y + d], [x + d / 2, y + d], [x, y + d], [x, y + d / 2], [x + d / 4, y + d / 4], [x, y]]
+    lines.push(`\u001e${JSON.stringify({ type: 'Feature', id: `f-${i}`, properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2025-01-01T00:00:00Z' }, geometry: { type: 'Polygon', coordinates: [ring] } })}\n`)
 }
 const input = join(dir, 'in.geojsons')
 writeFileSync(input, lines.join(''))
 
-const results = []
-const rate = (s) => Math.round(N / s)
 // Import: ours, then ogr2ogr appending the same file to sources (ids and periods made in its SQL).
 const ours = cli(['import', '--as', 'bench@example.org', '--from', input, '--batch', '1000'])
 const ogrIn = timed('ogr2ogr', ['-f', 'PostgreSQL', pgDsn, input, '-nln', 'sources', '-append', '-nlt', 'POLYGON', '-dialect', 'SQLite',
@@ -59,16 +68,17 @@ const ogrIn = timed('ogr2ogr', ['-f', 'PostgreSQL', pgDsn, input, '-nln', 'sourc
   '--config', 'PG_USE_COPY', 'YES', '-gt', '1000'])
 const counted = (await client.query("SELECT organisation, count(*)::int AS n FROM sources GROUP BY 1 ORDER BY 1")).rows
 results.push({ what: 'import GeoJSONSeq', ours: rate(ours.s), ogr: rate(ogrIn.s), oursRssMb: ours.rssMb, counted })
+}
 
 for (const [format, driver, ext] of [['fgb', 'FlatGeobuf', 'fgb'], ['geojsonseq', 'GeoJSONSeq', 'geojsons']]) {
   const out = join(dir, `ours.${ext}`)
-  const e = cli(['export', '--org', 'acme', '--format', format, '--to', out])
+  const e = cli(['export', '--org', ORG, '--format', format, '--to', out])
   const ogrOut = join(dir, `ogr.${ext}`)
-  const o = timed('ogr2ogr', ['-f', driver, ogrOut, pgDsn, '-sql', "SELECT id, feature_id, lower(period) AS start_at, upper(period) AS end_at, created_at, organisation, area_m2, geom FROM sources WHERE organisation = 'acme'"])
+  const o = timed('ogr2ogr', ['-f', driver, ogrOut, pgDsn, '-sql', `SELECT id, feature_id, lower(period) AS start_at, upper(period) AS end_at, created_at, organisation, area_m2, geom FROM sources WHERE organisation = '${ORG}'`])
   results.push({ what: `export ${driver}`, ours: rate(e.s), ogr: rate(o.s), oursRssMb: e.rssMb, ogrRssMb: o.rssMb, oursBytes: statSync(out).size, ogrBytes: statSync(ogrOut).size })
 }
 await client.end()
 console.log(JSON.stringify({ N, results }, null, 1))
 for (const r of results) console.log(`${r.what}: ours ${r.ours}/s, ogr2ogr ${r.ogr}/s, ratio ${(r.ours / r.ogr).toFixed(2)}×, our peak RSS ${r.oursRssMb.toFixed(0)} MB`)
-await server.stop?.()
+await server?.stop?.()
 process.exit(0)

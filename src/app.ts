@@ -14,6 +14,7 @@ import { collectRouteMethods } from './http/method-not-allowed.js'
 import { swaggerOptions } from './http/openapi.js'
 import openApiRoutes from './http/openapi.routes.js'
 import { AJV_OPTIONS } from './http/validation.js'
+import { lazyCompilersFactory } from './http/lazy-compilers.js'
 import { sourceStore } from './sources/sources.store.js'
 import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
 import dbPlugin from './plugins/db.js'
@@ -90,7 +91,8 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
     frameworkErrors: errorHandler,
     clientErrorHandler: clientErrorHandler({ headersMs: section.http.HTTP_HEADERS_TIMEOUT_MS, requestMs: section.http.HTTP_REQUEST_TIMEOUT_MS }),
     // No coercion, the Polygon/MultiPolygon discriminator, verbose issues: http/validation.ts.
-    ajv: { customOptions: { ...AJV_OPTIONS } }
+    ajv: { customOptions: { ...AJV_OPTIONS } },
+    schemaController: { compilersFactory: lazyCompilersFactory }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // JSON only: without its default text/plain parser, any other media type is a 415.

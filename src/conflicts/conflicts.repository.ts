@@ -33,6 +33,9 @@ export interface ConflictParties {
   organisationB: string
   stanceA: Stance
   stanceB: Stance
+  /** The stances each party may move to now (conflict_stance_transitions; none once resolved). */
+  allowedA: Stance[]
+  allowedB: Stance[]
   version: number
   resolved: boolean
 }
@@ -126,36 +129,52 @@ export async function findConflict (db: Db, id: string, scope: Scope, organisati
   return rows.rows[0]
 }
 
-/** Who the parties are, their stances, the version: what deciding a change needs. */
+const allowedFrom = (stance: RawBuilder<unknown>): RawBuilder<Stance[]> => sql<Stance[]>`CASE WHEN c.resolved_at IS NULL
+    THEN ARRAY(SELECT t.to_stance FROM conflict_stance_transitions AS t WHERE t.from_stance = ${stance} ORDER BY t.to_stance) ELSE '{}' END`
+
+/** Who the parties are, their stances and where each may go, the version: what deciding a change needs (one read). */
 export async function findParties (db: Db, id: string, scope: Scope): Promise<ConflictParties | undefined> {
   const rows = await sql<ConflictParties>`SELECT c.id, c.source_a AS "sourceA", c.source_b AS "sourceB", c.organisation_a AS "organisationA",
-      c.organisation_b AS "organisationB", c.stance_a AS "stanceA", c.stance_b AS "stanceB", c.version, c.resolved_at IS NOT NULL AS resolved
+      c.organisation_b AS "organisationB", c.stance_a AS "stanceA", c.stance_b AS "stanceB",
+      ${allowedFrom(sql`c.stance_a`)} AS "allowedA", ${allowedFrom(sql`c.stance_b`)} AS "allowedB",
+      c.version, c.resolved_at IS NOT NULL AS resolved
     FROM conflicts AS c WHERE c.id = ${id} AND ${scoped(scope)}`.execute(db)
   return rows.rows[0]
 }
 
-/** The stances a party may move to from this one (conflict_stance_transitions). */
-export async function allowedStances (db: Db, from: Stance): Promise<Stance[]> {
-  const rows = await sql<{ to: Stance }>`SELECT t.to_stance AS "to" FROM conflict_stance_transitions AS t WHERE t.from_stance = ${from} ORDER BY t.to_stance`.execute(db)
-  return rows.rows.map((r) => r.to)
+export interface StanceChange {
+  id: string
+  side: 'a' | 'b'
+  stance: Stance
+  reason: string | null
+  versions: number[] | null
+  by: string
+  /** The caller's organisation: which party is its own in the Feature answered. */
+  organisation: string
 }
 
-export interface StanceChange { id: string, side: 'a' | 'b', stance: Stance, reason: string | null, versions: number[] | null, by: string }
-
 /**
- * One UPDATE: the party's stance and reason, at a version If-Match names, while unresolved, with
- * the writer named for the history. The id changed, or undefined when nothing matched.
+ * One statement: the UPDATE of the party's stance and reason, at a version If-Match names, while
+ * unresolved, with the writer named for the history; and the conflict as changed, as Feature text
+ * (what GET answers). Undefined when nothing matched.
  */
-export async function updateStance (db: Db, c: StanceChange): Promise<string | undefined> {
+export async function updateStance (db: Db, c: StanceChange): Promise<ConflictText | undefined> {
+  return (await updateStanceQuery(c).execute(db)).rows[0]
+}
+
+/** The statement of updateStance (bench/conflict-states.mjs sends the same to pgbench). */
+export function updateStanceQuery (c: StanceChange): RawBuilder<ConflictText> {
   const a = c.side === 'a'
-  const rows = await sql<{ id: string }>`WITH writer AS (SELECT set_config('source_registry.account', ${c.by}, true) AS who)
-    UPDATE conflicts AS c SET
+  return sql<ConflictText>`WITH writer AS (SELECT set_config('source_registry.account', ${c.by}, true) AS who),
+    changed AS (UPDATE conflicts AS c SET
       stance_a = CASE WHEN ${a} THEN ${c.stance} ELSE c.stance_a END, reason_a = CASE WHEN ${a} THEN ${c.reason}::text ELSE c.reason_a END,
       stance_b = CASE WHEN ${a} THEN c.stance_b ELSE ${c.stance} END, reason_b = CASE WHEN ${a} THEN c.reason_b ELSE ${c.reason}::text END
     FROM writer
     WHERE c.id = ${c.id} AND c.resolved_at IS NULL AND (${c.versions}::int[] IS NULL OR c.version = any(${c.versions}::int[]))
-    RETURNING c.id`.execute(db)
-  return rows.rows[0]?.id
+    RETURNING c.*)
+    SELECT c.id, c.version, ${featureText(c.organisation)} AS feature ${sql`FROM changed AS c
+      LEFT JOIN sources AS sa ON sa.id = c.source_a AND c.resolved_at IS NULL
+      LEFT JOIN sources AS sb ON sb.id = c.source_b AND c.resolved_at IS NULL`}`
 }
 
 export interface NoteRow { id: number, body: string, organisation: string, author: string, created_at: string }
@@ -207,17 +226,25 @@ export async function carvePreview (db: Db, id: string, scope: Scope, ids: strin
 
 /**
  * The carve-out as one UPDATE at a version If-Match names, with the writer and the resolution
- * (carved) named for the triggers; the pairs it ends are resolved by them. The id changed, or
- * undefined when the version moved on or nothing would remain.
+ * (carved) named for the triggers; the pairs it ends are resolved by them. Only when every id
+ * named is an unresolved conflict of the source (or, for all, when it has one) and something
+ * remains: the id changed, or undefined otherwise (carvePreview then tells why).
  */
 export async function carveSource (db: Db, id: string, scope: Scope, ids: string[] | null, versions: number[] | null, by: string): Promise<string | undefined> {
-  const rows = await sql<{ id: string }>`WITH writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who,
+  return (await carveQuery(id, scope, ids, versions, by).execute(db)).rows[0]?.id
+}
+
+/** The statement of carveSource (bench/conflict-states.mjs sends the same to pgbench). */
+export function carveQuery (id: string, scope: Scope, ids: string[] | null, versions: number[] | null, by: string): RawBuilder<{ id: string }> {
+  return sql<{ id: string }>`WITH writer AS (SELECT set_config('source_registry.account', ${by}, true) AS who,
         set_config('source_registry.resolution', 'carved', true) AS how)
     UPDATE sources AS s SET geom = k.g
     FROM writer, LATERAL (SELECT sources_carve(t.geom, sources_carve_cut(t.id, ${ids}::text[]), sources_conflict_tolerance_m()) AS g
       FROM sources AS t WHERE t.id = ${id}) AS k
     WHERE s.id = ${id} AND ${scope === 'all' ? sql`true` : sql`s.organisation = ${scope.organisation}`}
       AND (${versions}::int[] IS NULL OR s.version = any(${versions}::int[])) AND k.g IS NOT NULL
-    RETURNING s.id`.execute(db)
-  return rows.rows[0]?.id
+      AND (SELECT count(*) FROM conflicts AS c WHERE (c.source_a = s.id OR c.source_b = s.id) AND c.resolved_at IS NULL
+        AND (${ids}::text[] IS NULL OR c.id = ANY (${ids}::text[])))
+        >= CASE WHEN ${ids}::text[] IS NULL THEN 1 ELSE (SELECT count(DISTINCT n) FROM unnest(${ids}::text[]) AS n) END
+    RETURNING s.id`
 }

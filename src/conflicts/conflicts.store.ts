@@ -3,18 +3,16 @@ import type { Kysely } from 'kysely'
 import type { Database, Scope } from '../db/database.js'
 import {
   type ConflictListInput, type ConflictParties, type ConflictText, type NoteRow, type StanceChange, type StanceRow,
-  allowedStances, type CarvePreview, carvePreview, carveSource, findConflict, findParties, insertNote, listConflicts, listNotes, listStances, updateStance
+  type CarvePreview, carvePreview, carveSource, findConflict, findParties, insertNote, listConflicts, listNotes, listStances, updateStance
 } from './conflicts.repository.js'
-import type { Stance } from './conflicts.schema.js'
 import { geometryProblems } from '../sources/filter.sql.js'
 
 export interface ConflictStore {
   list: (input: ConflictListInput) => Promise<ConflictText[]>
   find: (id: string, scope: Scope, organisation: string) => Promise<ConflictText | undefined>
   parties: (id: string, scope: Scope) => Promise<ConflictParties | undefined>
-  allowed: (from: Stance) => Promise<Stance[]>
-  /** The id changed, or undefined when the version or the state no longer matched. */
-  setStance: (change: StanceChange) => Promise<string | undefined>
+  /** The conflict as changed, or undefined when the version or the state no longer matched. */
+  setStance: (change: StanceChange) => Promise<ConflictText | undefined>
   notes: (conflictId: string) => Promise<NoteRow[]>
   addNote: (conflictId: string, organisation: string, by: string, body: string) => Promise<NoteRow>
   stances: (conflictId: string) => Promise<StanceRow[]>
@@ -30,7 +28,6 @@ export function conflictStore (db: Kysely<Database>): ConflictStore {
     list: (input) => listConflicts(db, input),
     find: (id, scope, organisation) => findConflict(db, id, scope, organisation),
     parties: (id, scope) => findParties(db, id, scope),
-    allowed: (from) => allowedStances(db, from),
     setStance: (change) => updateStance(db, change),
     notes: (conflictId) => listNotes(db, conflictId),
     addNote: (conflictId, organisation, by, body) => insertNote(db, conflictId, organisation, by, body),

@@ -72,28 +72,41 @@ export async function * featureChunks (input: ItemsPage): AsyncGenerator<string,
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, limit, output } = parsed
   const chunked = streamed(input) && input.fixedChunks !== true
+  // A bulk export (fixed chunks) asks for the next chunk before the caller has encoded this one,
+  // so PostgreSQL makes one while Node encodes the other (a response's chunks wait for its socket).
+  const ahead = input.fixedChunks === true
   let after = parsed.after
   let returned = 0
   let bytes = 0
   let more = false
   let matched: number | undefined
-  while (returned < limit) {
+  const query = (): ReturnType<typeof store.list> => {
     const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
     const want = Math.max(1, Math.min(chunked ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
-    let page
     // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
     // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
     // is left out (OGC allows that) rather than counting up to a million rows per page.
-    if (returned === 0 && after === undefined) ({ page, matched } = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output }))
-    else page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
-    if (page.features !== null) {
-      bytes += page.features.length
-      yield page.features
+    if (returned === 0 && after === undefined) {
+      return store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output }).then((r) => { matched = r.matched; return r.page })
     }
+    return store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
+  }
+  let pending = query()
+  while (returned < limit) {
+    const page = await pending
     returned += Number(page.returned)
     if (page.last_id !== null && page.last_sort_values !== null) after = { values: JSON.parse(page.last_sort_values) as SortValues, id: page.last_id }
     more = page.more
-    if (!more) break
+    const next = more && returned < limit
+    if (page.features !== null) bytes += page.features.length
+    if (next && ahead) {
+      pending = query()
+      // Awaited on the next turn; if the caller stops first, its failure is no one's to report.
+      pending.catch(() => {})
+    }
+    if (page.features !== null) yield page.features
+    if (!next) break
+    if (!ahead) pending = query()
   }
   return { returned, more, after, matched }
 }

@@ -5,8 +5,8 @@
 // by one to a temporary file, keeping only their box, offset and length (48 bytes each); at the
 // end the boxes are sorted along the Hilbert curve, the tree is made bottom up, and the file is
 // read back in that order behind the header and the tree.
-import { createWriteStream, type WriteStream } from 'node:fs'
-import { mkdtemp, open, rm } from 'node:fs/promises'
+import { closeSync, createWriteStream, openSync, readSync, type WriteStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
@@ -286,7 +286,11 @@ export class FlatGeobufWriter {
       if (count === 0) return
       const order = this.hilbertOrder()
       yield this.tree(order)
-      const fh = await open(join(this.dir as string, 'features'), 'r')
+      // Read back with positioned reads made synchronously, a chunk's worth (~256 KB) between two
+      // yields: one promise through libuv's pool for each feature cost ~30 µs a feature (a
+      // million-source export spent most of its time there), a pread() ~2 µs; the event loop
+      // still gets a turn at each chunk.
+      const fd = openSync(join(this.dir as string, 'features'), 'r')
       try {
         const { offsets, lengths } = this.entries
         let out = Buffer.allocUnsafe(OUT_CHUNK)
@@ -298,12 +302,12 @@ export class FlatGeobufWriter {
             if (used > 0) { yield out.subarray(0, used); out = Buffer.allocUnsafe(Math.max(OUT_CHUNK, length)); used = 0 }
             if (length > out.length) out = Buffer.allocUnsafe(length)
           }
-          await fh.read(out, used, length, offsets[k]!)
+          readSync(fd, out, used, length, offsets[k]!)
           used += length
         }
         if (used > 0) yield out.subarray(0, used)
       } finally {
-        await fh.close()
+        closeSync(fd)
       }
     } finally {
       await rm(this.dir as string, { recursive: true, force: true })
