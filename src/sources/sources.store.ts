@@ -11,7 +11,7 @@ import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/co
 import {
   type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
-  positionsToLonLat, selectConflictsOf, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
+  positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
 import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
@@ -67,16 +67,18 @@ export interface Batching {
 }
 
 const selectByIds = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids))
+const selectById = compileOnce({ id: placeholder('id') }, (p) => selectSourceById(queryBuilder, p.id))
 /** GET by id in another output (a CRS): compiled once per output; the outputs are the few CRSs served. */
-const selectByIdsIn = new Map<string, (p: { ids: string[] }) => CompiledQuery<SourceRow>>()
-function selectByIdsOutput (output: FeatureOutput): (p: { ids: string[] }) => CompiledQuery<SourceRow> {
+const selectByIdIn = new Map<string, (p: { id: string }) => CompiledQuery<SourceRow>>()
+function selectByIdOutput (output: FeatureOutput): (p: { id: string }) => CompiledQuery<SourceRow> {
   const key = JSON.stringify(output)
-  let compiled = selectByIdsIn.get(key)
-  if (compiled === undefined) selectByIdsIn.set(key, compiled = compileOnce({ ids: [] as string[] }, (p) => selectSourcesByIds(queryBuilder, p.ids, output)))
+  let compiled = selectByIdIn.get(key)
+  if (compiled === undefined) selectByIdIn.set(key, compiled = compileOnce({ id: placeholder('id') }, (p) => selectSourceById(queryBuilder, p.id, output)))
   return compiled
 }
 const isDefault = (output: FeatureOutput | undefined): boolean => output === undefined || (output.crs === undefined && output.properties === undefined && output.skipGeometry !== true)
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
+const conflictsById1 = compileOnce({ id: placeholder('id') }, (p) => selectConflictsOfOne(queryBuilder, p.id))
 const changePlaceholders: ChangeValues = { id: placeholder('id'), scope: placeholder('scope') as ChangeValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by') }
 const updateOne = compileOnce<UpdateValues, { id: string }>({
   ...changePlaceholders, featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt'),
@@ -97,8 +99,11 @@ function compiledListing (db: Kysely<Database>): RunListing {
 const READ_BATCH = 100
 
 export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceStore {
-  const readByIds = async (ids: string[]): Promise<SourceRow[]> => (await db.executeQuery(selectByIds({ ids }))).rows
-  const conflictsOf = async (ids: string[]): Promise<ConflictsById> => conflictsById((await db.executeQuery(conflictsByIds({ ids }))).rows)
+  // One id (a request on its own) by its own statement, several (a batch) by the array's.
+  const readByIds = async (ids: string[]): Promise<SourceRow[]> =>
+    (await db.executeQuery(ids.length === 1 ? selectById({ id: ids[0] as string }) : selectByIds({ ids }))).rows
+  const conflictsOf = async (ids: string[]): Promise<ConflictsById> =>
+    conflictsById((await db.executeQuery(ids.length === 1 ? conflictsById1({ id: ids[0] as string }) : conflictsByIds({ ids }))).rows)
   const insertOne = async (insert: SourceInsert): Promise<ConflictsById> => {
     await insertSources(db, [insert])
     return await conflictsOf(insert.sources.map((s) => s.id))
@@ -152,7 +157,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
 
   const run = compiledListing(db)
   return {
-    find: async (id, scope, output) => visibleIn(isDefault(output) ? await find(id) : (await db.executeQuery(selectByIdsOutput(output ?? {})({ ids: [id] }))).rows[0], scope),
+    find: async (id, scope, output) => visibleIn(isDefault(output) ? await find(id) : (await db.executeQuery(selectByIdOutput(output ?? {})({ id }))).rows[0], scope),
     insert,
     insertIf: (one, keep, keys) => insertSourcesIf(db, one, keep, keys),
     diagnose: (organisation, sources) => diagnoseSources(db, organisation, sources),
