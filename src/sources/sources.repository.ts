@@ -206,7 +206,7 @@ export function selectSourcesByIds (db: Db, ids: string[], output: FeatureOutput
 /**
  * One source, as selectSourcesByIds. Its own statement because PostgreSQL keeps the generic plan
  * of `s.id = $1` for a prepared statement, while it plans `any($1)` afresh at every execution (its
- * generic plan is costed for ten ids): 1.26 against 0.34 ms a GET (docs/performance.md).
+ * generic plan is costed for ten ids, so it never wins): the cost is in docs/performance.md.
  */
 export function selectSourceById (db: Db, id: string, output: FeatureOutput = {}) {
   return sourcesWhere(db, sql`s.id = ${id}`, output)

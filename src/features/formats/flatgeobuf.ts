@@ -286,10 +286,10 @@ export class FlatGeobufWriter {
       if (count === 0) return
       const order = this.hilbertOrder()
       yield this.tree(order)
-      // Read back with positioned reads made synchronously, a chunk's worth (~256 KB) between two
-      // yields: one promise through libuv's pool for each feature cost ~30 µs a feature (a
-      // million-source export spent most of its time there), a pread() ~2 µs; the event loop
-      // still gets a turn at each chunk.
+      // Read back with positioned reads made synchronously, a chunk's worth between two yields:
+      // a promise through libuv's pool for each feature was most of a large export's time
+      // (docs/performance.md, "Figures behind the code"); the event loop still gets a turn at
+      // each chunk.
       const fd = openSync(join(this.dir as string, 'features'), 'r')
       try {
         const { offsets, lengths } = this.entries
