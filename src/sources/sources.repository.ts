@@ -83,15 +83,16 @@ export async function insertSources (db: Db, inserts: SourceInsert[]): Promise<v
 }
 
 /** The conflicts of those of these sources that have any, as featureText lists them (conflictsJoin). */
+const conflictsFrom = (db: Db, ids: RawBuilder<unknown>) => compilable(db, sql<{ id: string, list: string, total: string | null }>`SELECT t.id, k.list, k.total
+    FROM ${ids} AS t(id) ${conflictsJoin(sql.ref('t.id'), 'k')} WHERE k.list IS NOT NULL`)
+
 export function selectConflictsOf (db: Db, ids: string[]) {
-  return compilable(db, sql<{ id: string, list: string, total: string | null }>`SELECT t.id, k.list, k.total
-    FROM unnest(${ids}::text[]) AS t(id) ${conflictsJoin(sql.ref('t.id'), 'k')} WHERE k.list IS NOT NULL`)
+  return conflictsFrom(db, sql`unnest(${ids}::text[])`)
 }
 
 /** The conflicts of one source, as selectConflictsOf: a statement of its own for its generic plan (selectSourceById). */
 export function selectConflictsOfOne (db: Db, id: string) {
-  return compilable(db, sql<{ id: string, list: string, total: string | null }>`SELECT t.id, k.list, k.total
-    FROM (VALUES (${id}::text)) AS t(id) ${conflictsJoin(sql.ref('t.id'), 'k')} WHERE k.list IS NOT NULL`)
+  return conflictsFrom(db, sql`(VALUES (${id}::text))`)
 }
 
 /** The sources that have conflicts, and theirs; a source without any is not in it. */

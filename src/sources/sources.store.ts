@@ -78,7 +78,7 @@ function selectByIdOutput (output: FeatureOutput): (p: { id: string }) => Compil
 }
 const isDefault = (output: FeatureOutput | undefined): boolean => output === undefined || (output.crs === undefined && output.properties === undefined && output.skipGeometry !== true)
 const conflictsByIds = compileOnce({ ids: [] as string[] }, (p) => selectConflictsOf(queryBuilder, p.ids))
-const conflictsById1 = compileOnce({ id: placeholder('id') }, (p) => selectConflictsOfOne(queryBuilder, p.id))
+const conflictsOfId = compileOnce({ id: placeholder('id') }, (p) => selectConflictsOfOne(queryBuilder, p.id))
 const changePlaceholders: ChangeValues = { id: placeholder('id'), scope: placeholder('scope') as ChangeValues['scope'], organisation: placeholder('organisation'), versions: [], by: placeholder('by') }
 const updateOne = compileOnce<UpdateValues, { id: string }>({
   ...changePlaceholders, featureId: placeholder('featureId'), geom: Buffer.alloc(0), startAt: placeholder('startAt'), endAt: placeholder('endAt'),
@@ -103,7 +103,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
   const readByIds = async (ids: string[]): Promise<SourceRow[]> =>
     (await db.executeQuery(ids.length === 1 ? selectById({ id: ids[0] as string }) : selectByIds({ ids }))).rows
   const conflictsOf = async (ids: string[]): Promise<ConflictsById> =>
-    conflictsById((await db.executeQuery(ids.length === 1 ? conflictsById1({ id: ids[0] as string }) : conflictsByIds({ ids }))).rows)
+    conflictsById((await db.executeQuery(ids.length === 1 ? conflictsOfId({ id: ids[0] as string }) : conflictsByIds({ ids }))).rows)
   const insertOne = async (insert: SourceInsert): Promise<ConflictsById> => {
     await insertSources(db, [insert])
     return await conflictsOf(insert.sources.map((s) => s.id))

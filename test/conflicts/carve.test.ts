@@ -51,6 +51,11 @@ t.test('a hole: the other source lies inside', async (t) => {
   expectError(t, await carve(b.headers, mine, [conflict as string], 'W/"1"'), 404, 'NOT_FOUND')
   expectError(t, await carve(c.headers, mine, 'all', 'W/"1"'), 404, 'NOT_FOUND')
   expectError(t, await carve(a.headers, mine, ['cfl_00000000000000000000000000000000'], 'W/"1"'), 422, 'NOTHING_TO_CARVE')
+  // One of the ids named is not a conflict of the source: nothing is carved, not even the other.
+  const partly = await carve(a.headers, mine, [conflict as string, 'cfl_00000000000000000000000000000000'], 'W/"1"')
+  expectError(t, partly, 422, 'NOTHING_TO_CARVE')
+  t.match(partly.json().details, [{ pointer: '/conflicts/1' }], 'the id that is not a conflict of the source is named')
+  t.equal((await app.inject({ method: 'GET', url: `/sources/?id=${mine}`, headers: a.headers })).headers.etag, 'W/"1"', 'nothing was carved')
 
   const res = await carve(a.headers, mine, [conflict as string], 'W/"1"')
   t.equal(res.statusCode, 200, res.body)

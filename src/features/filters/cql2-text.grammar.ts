@@ -1,6 +1,7 @@
 // The CQL2 Text encoding (OGC 21-065r2, Annex B BNF) as a peggy grammar, compiled once, when
-// the first filter is read (not at start-up, which it lengthened: docs/performance.md). It produces CQL2 JSON (the same objects a cql2-json filter holds), so one
-// checker (cql2.ts) types and limits both encodings. Differences from the BNF, each on purpose:
+// the first filter is read (not at start-up, which it lengthened: docs/performance.md). It
+// produces CQL2 JSON (the same objects a cql2-json filter holds), so one checker (cql2.ts)
+// types and limits both encodings. Differences from the BNF, each on purpose:
 // - a predicate is read as an operand followed by what may follow one (a comparison, LIKE,
 //   BETWEEN, IN, IS NULL), so no alternative is parsed twice;
 // - NOT in front of a predicate repeats without recursion (NOT NOT … is a loop, not a stack);
