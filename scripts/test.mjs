@@ -7,12 +7,13 @@
 // on a copy of its own.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { startPostgis } from './postgis.mjs'
 
+const started = Date.now()
 const log = (msg) => process.stderr.write(`[test] ${msg}\n`)
 const backend = process.env.TEST_BACKEND ?? (process.env.TEST_DATABASE_URL ? 'server' : 'embedded')
 if (!['server', 'embedded'].includes(backend)) { log(`TEST_BACKEND must be server or embedded, not ${backend}`); process.exit(2) }
@@ -85,4 +86,28 @@ try {
 } finally {
   await cleanup()
 }
+if (code !== 0) reportFailures()
 process.exit(code)
+
+/**
+ * The failed assertions again, last: tap prints them where they happen, and the coverage table
+ * follows, so a CI log cut to its tail showed only "fail: 1". Read from tap's saved results.
+ */
+function reportFailures () {
+  const root = '.tap/test-results'
+  if (!existsSync(root)) return
+  const lines = []
+  for (const file of readdirSync(root, { recursive: true })) {
+    // Only this run's results: the directory keeps those of files not run this time.
+    if (!String(file).endsWith('.tap') || statSync(join(root, String(file))).mtimeMs < started) continue
+    const text = readFileSync(join(root, String(file)), 'utf8').split('\n')
+    text.forEach((line, i) => {
+      if (!/^\s*not ok /.test(line) || /# (TODO|SKIP)/i.test(line)) return
+      // The diagnostics tap writes under the line (message, found/wanted, at), up to 12 lines.
+      const yaml = []
+      for (let j = i + 1; j < text.length && j <= i + 12 && !/^\s*(not )?ok /.test(text[j]); j++) yaml.push(text[j])
+      lines.push(`${String(file).replace(/\.tap$/, '')}: ${line.trim()}`, ...yaml.map((l) => `    ${l.trim()}`))
+    })
+  }
+  if (lines.length > 0) log(`failed:\n${lines.slice(0, 120).join('\n')}`)
+}
