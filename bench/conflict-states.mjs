@@ -145,7 +145,7 @@ out.list = await paired(
 // to written as the same alternation.
 const versions = new Map()
 const stanceOf = new Map()
-const stanceCompiled = updateStanceQuery({ id: 'CONFLICT', side: 'a', stance: 'STANCE', reason: null, versions: null, by: `@${accountId}`, organisation: 'bench' }).compile(compiler)
+const stanceCompiled = updateStanceQuery({ id: 'CONFLICT', named: null, scope: { organisation: 'bench' }, organisation: 'bench', stance: 'STANCE', reason: null, versions: null, by: `@${accountId}` }).compile(compiler)
 const stanceSql = inline(stanceCompiled, (v) => v === 'CONFLICT' ? "('cfl_' || lpad(CAST(:n AS text), 32, '0'))"
   : v === 'STANCE' ? "(CASE WHEN c.stance_a = 'accepted' THEN 'acknowledged' ELSE 'accepted' END)" : undefined)
 out.stance = await paired(

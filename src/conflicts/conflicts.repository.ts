@@ -144,19 +144,24 @@ export async function findParties (db: Db, id: string, scope: Scope): Promise<Co
 
 export interface StanceChange {
   id: string
-  side: 'a' | 'b'
+  /** The party the caller names (body.source_id); null: the caller's organisation's side. */
+  named: string | null
+  /** Who acts: the conflicts it may see, and whether it may act for either party (admin). */
+  scope: Scope
+  /** The caller's organisation: whose side it is, and which party is its own in the Feature answered. */
+  organisation: string
   stance: Stance
   reason: string | null
   versions: number[] | null
   by: string
-  /** The caller's organisation: which party is its own in the Feature answered. */
-  organisation: string
 }
 
 /**
- * One statement: the UPDATE of the party's stance and reason, at a version If-Match names, while
- * unresolved, with the writer named for the history; and the conflict as changed, as Feature text
- * (what GET answers). Undefined when nothing matched.
+ * One statement: the UPDATE of the caller's party's stance and reason, when the caller may act
+ * for that party, at a version If-Match names, while unresolved, by a move the transition table
+ * allows, with the writer named for the history; and the conflict as changed, as Feature text
+ * (what GET answers). Undefined when any of that did not hold: the caller reads the parties
+ * (findParties) to say which.
  */
 export async function updateStance (db: Db, c: StanceChange): Promise<ConflictText | undefined> {
   return (await updateStanceQuery(c).execute(db)).rows[0]
@@ -164,15 +169,26 @@ export async function updateStance (db: Db, c: StanceChange): Promise<ConflictTe
 
 /** The statement of updateStance (bench/conflict-states.mjs sends the same to pgbench). */
 export function updateStanceQuery (c: StanceChange): RawBuilder<ConflictText> {
-  const a = c.side === 'a'
+  const org = c.organisation
+  const admin = c.scope === 'all'
+  // The side the caller acts for: the named source's, if its organisation is the caller's (or an
+  // admin acts); else the caller's organisation's, when it holds exactly one side.
+  const side = sql`CASE WHEN ${c.named}::text IS NULL THEN
+        CASE WHEN c.organisation_a = ${org} AND c.organisation_b <> ${org} THEN 'a'
+          WHEN c.organisation_b = ${org} AND c.organisation_a <> ${org} THEN 'b' END
+      WHEN c.source_a = ${c.named} AND (${admin} OR c.organisation_a = ${org}) THEN 'a'
+      WHEN c.source_b = ${c.named} AND (${admin} OR c.organisation_b = ${org}) THEN 'b' END`
   return sql<ConflictText>`WITH writer AS (SELECT set_config('source_registry.account', ${c.by}, true) AS who),
+    target AS (SELECT c.id, ${side} AS side FROM conflicts AS c WHERE c.id = ${c.id} AND ${scoped(c.scope)}),
     changed AS (UPDATE conflicts AS c SET
-      stance_a = CASE WHEN ${a} THEN ${c.stance} ELSE c.stance_a END, reason_a = CASE WHEN ${a} THEN ${c.reason}::text ELSE c.reason_a END,
-      stance_b = CASE WHEN ${a} THEN c.stance_b ELSE ${c.stance} END, reason_b = CASE WHEN ${a} THEN c.reason_b ELSE ${c.reason}::text END
-    FROM writer
-    WHERE c.id = ${c.id} AND c.resolved_at IS NULL AND (${c.versions}::int[] IS NULL OR c.version = any(${c.versions}::int[]))
+      stance_a = CASE WHEN t.side = 'a' THEN ${c.stance} ELSE c.stance_a END, reason_a = CASE WHEN t.side = 'a' THEN ${c.reason}::text ELSE c.reason_a END,
+      stance_b = CASE WHEN t.side = 'b' THEN ${c.stance} ELSE c.stance_b END, reason_b = CASE WHEN t.side = 'b' THEN ${c.reason}::text ELSE c.reason_b END
+    FROM writer, target AS t
+    WHERE c.id = t.id AND t.side IS NOT NULL AND c.resolved_at IS NULL AND (${c.versions}::int[] IS NULL OR c.version = any(${c.versions}::int[]))
+      AND EXISTS (SELECT FROM conflict_stance_transitions AS m
+        WHERE m.from_stance = CASE t.side WHEN 'a' THEN c.stance_a ELSE c.stance_b END AND m.to_stance = ${c.stance})
     RETURNING c.*)
-    SELECT c.id, c.version, ${featureText(c.organisation)} AS feature ${sql`FROM changed AS c
+    SELECT c.id, c.version, ${featureText(org)} AS feature ${sql`FROM changed AS c
       LEFT JOIN sources AS sa ON sa.id = c.source_a AND c.resolved_at IS NULL
       LEFT JOIN sources AS sb ON sb.id = c.source_b AND c.resolved_at IS NULL`}`
 }

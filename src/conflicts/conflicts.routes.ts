@@ -218,6 +218,13 @@ const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources
     const body: StanceBody = request.body
     const versions = ifMatch(request.headers['if-match'], true) ?? null
     const { scope, organisation } = request.account
+    const reasonMissing = body.stance === 'disputed' && (body.reason === undefined || body.reason.trim() === '')
+    // One statement when the change is allowed (the usual case): it checks who may act, the
+    // version and the move itself. When it stores nothing, the parties as they are now say why.
+    const changed = reasonMissing
+      ? undefined
+      : await store.setStance({ id, named: body.source_id ?? null, scope, organisation, stance: body.stance, reason: body.reason ?? null, versions, by: `@${request.account.id}` })
+    if (changed !== undefined) return await (reply as FastifyReply).header('etag', etagOf(changed.version)).type(GEOJSON).send(changed.feature)
     const parties = await store.parties(id, scope)
     if (parties === undefined) throw notFound(id)
     const side = sideOf(request, parties, body.source_id)
@@ -231,17 +238,11 @@ const conflictsRoutes: FastifyPluginAsyncTypebox<{ store: ConflictStore, sources
         ? `Conflict ${id} is resolved: stances no longer change.`
         : `From ${current}, the party may move to ${allowed.join(' or ')}, not to ${body.stance}.`, { fields: { allowed } })
     }
-    if (body.stance === 'disputed' && (body.reason === undefined || body.reason.trim() === '')) {
+    if (reasonMissing) {
       throw new ApiError('VALIDATION_FAILED', 'A dispute needs a reason.', { details: [{ pointer: '/reason', message: 'is required to dispute' }] })
     }
-    const changed = await store.setStance({ id, side, stance: body.stance, reason: body.reason ?? null, versions, by: `@${request.account.id}`, organisation })
-    if (changed === undefined) {
-      // Another change came first: the version moved on (or the conflict was resolved).
-      const now = await store.parties(id, scope)
-      if (now === undefined) throw notFound(id)
-      throw new ApiError('PRECONDITION_FAILED', `Conflict ${id} changed meanwhile (now version ${now.version}${now.resolved ? ', resolved' : ''}): read it again.`, { fields: { version: now.version } })
-    }
-    return await (reply as FastifyReply).header('etag', etagOf(changed.version)).type(GEOJSON).send(changed.feature)
+    // Everything holds now, so another change came between the UPDATE and this read.
+    throw new ApiError('PRECONDITION_FAILED', `Conflict ${id} changed meanwhile (now version ${parties.version}): read it again.`, { fields: { version: parties.version } })
   })
 
   /** The conflict if the caller may see it (404 otherwise): notes and history have the conflict's visibility. */
