@@ -8,6 +8,8 @@
 //   carve   POST /sources/carve (If-Match, all conflicts) of a 500-vertex polygon overlapping 10
 //           squares of another organisation, against pgbench's UPDATE the service runs
 //           (carveSource, compiled here; the same triggers: conflicts resolved, versions, events)
+//   stance bound: the same POST answered 428 before any database work, and the UPDATE sent by
+//           pg (the service's driver) without HTTP: what a one-client stance change cannot beat
 // Scale: BENCH_CONFLICT_PAIRS pairs (default 20,000, each a source of org bench overlapping one of
 // org bench-b) among BENCH_SOURCES sources (default twice the pairs; the sources beyond the pairs
 // are seeded with the triggers off, as a replica would be: disjoint squares, no conflict among
@@ -19,6 +21,7 @@ import http from 'node:http'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
 import { JWT_SECRET, PASSWORD, SERVICE_ARGS, benchDatabase, freePort, tempDir } from './setup.mjs'
 import { carveQuery, listConflictsQuery, updateStanceQuery } from '../dist/conflicts/conflicts.repository.js'
 
@@ -164,6 +167,40 @@ out.stance = await paired(
   async () => pgbench('stance', `\\set n random(1, :pairs)\n${stanceSql};\n`).tps
 )
 
+// What bounds the stance ratio in a one-client loop (measured in the same run): the request
+// without its database work (the same POST without If-Match, answered 428 before any: the
+// client, HTTP, authentication, the body's parse and check, the reply), and the statement alone
+// from the service's database driver (pg, prepared, one at a time, no HTTP) where pgbench is C.
+// A stance change costs at least both, so its ratio cannot pass
+// pgbench's latency / (fixed latency + the driver's latency).
+const fixed = []
+const driver = []
+const driverClient = new pg.Client({ connectionString: url })
+await driverClient.connect()
+for (let r = 0; r < RUNS; r++) {
+  fixed.push(await service1('POST stance without If-Match (428, no database work)', 428, () =>
+    call(`/conflicts/${cfl(random())}/stance`, { method: 'POST', headers: auth, body: JSON.stringify({ stance: 'accepted' }) })))
+  for (const row of (await db.query(`SELECT id, version, stance_a FROM conflicts WHERE organisation_a = 'bench' AND resolved_at IS NULL`)).rows) {
+    versions.set(row.id, row.version); stanceOf.set(row.id, row.stance_a)
+  }
+  let done = 0
+  const t0 = Date.now()
+  while (Date.now() < t0 + DURATION * 1000) {
+    const id = cfl(random())
+    const to = stanceOf.get(id) === 'accepted' ? 'acknowledged' : 'accepted'
+    const q = updateStanceQuery({ id, named: null, scope: { organisation: 'bench' }, organisation: 'bench', stance: to, reason: null, versions: [versions.get(id)], by: `@${accountId}` }).compile(compiler)
+    const res = await driverClient.query({ name: 'stance', text: q.sql, values: q.parameters })
+    if (res.rows.length !== 1) throw new Error(`the driver's stance change of ${id} stored nothing`)
+    versions.set(id, res.rows[0].version); stanceOf.set(id, to)
+    done++
+  }
+  driver.push(done / ((Date.now() - t0) / 1000))
+  log(`driver stance: ${driver.at(-1).toFixed(1)} statements/s`)
+}
+await driverClient.end()
+out.stanceBound = { fixed: median(fixed), driver: median(driver) }
+out.stanceBound.ceiling = (1 / (1 / out.stanceBound.fixed + 1 / out.stanceBound.driver)) / out.stance.b
+
 // Carve-outs: subjects numbered 1..2·RUNS·CARVES, each a circle of 500 vertices (0.01° radius)
 // with 10 squares of bench-b (0.004°) on its rim; the service and pgbench take turns on fresh ones.
 const SUBJECTS = 2 * RUNS * CARVES
@@ -228,6 +265,9 @@ console.log([
   '|---|---|---|---|---|',
   `| GET /conflicts page of 100 vs the same SELECT | ${f(out.list.a)} req/s | ${f(out.list.b)} tps | ${f(out.list.ratio, 2)}× | ≥ 0.6× |`,
   `| POST stance (If-Match) vs the same UPDATE | ${f(out.stance.a)} req/s | ${f(out.stance.b)} tps | ${f(out.stance.ratio, 2)}× | ≥ 0.7× |`,
+  `| POST stance without If-Match (428: no database work) | ${f(out.stanceBound.fixed)} req/s | | | |`,
+  `| the stance UPDATE from pg (Node's driver, prepared, no HTTP) | ${f(out.stanceBound.driver)} statements/s | ${f(out.stance.b)} tps | ${f(out.stanceBound.driver / out.stance.b, 2)}× | |`,
+  `| stance ceiling: pgbench's latency / (no-database request + the driver's statement) | | | **${f(out.stanceBound.ceiling, 2)}×** | |`,
   `| POST carve (500 vertices, 10 conflicts) vs the same UPDATE | ${f(out.carve.a, 1)} req/s | ${f(out.carve.b, 1)} tps | ${f(out.carve.ratio, 2)}× | ≥ 0.7× |`,
   '',
   `Carve-out latency: service median ${f(median(carveMs), 1)} ms (p90 ${f([...carveMs].sort((a, b) => a - b)[Math.floor(carveMs.length * 0.9)], 1)} ms); pgbench mean ${f(median(pgCarveMs), 1)} ms.`

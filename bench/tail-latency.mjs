@@ -10,9 +10,11 @@
 // BENCH_DATABASE_URL reuses a `bench` database (seeded with at least 10,000 sources here).
 // Usage: npm run build && node bench/tail-latency.mjs
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { loadavg } from 'node:os'
-import { JWT_SECRET, PASSWORD, SERVICE_ARGS, SERVICE_FLAGS, benchDatabase, freePort } from './setup.mjs'
+import { JWT_SECRET, PASSWORD, SERVICE_ARGS, SERVICE_FLAGS, benchDatabase, freePort, tempDir } from './setup.mjs'
+import { insertFrom } from './pgbench-statements.mjs'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
@@ -29,7 +31,7 @@ const log = (m) => process.stderr.write(`[tail] ${m}\n`)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const { env, db, seed } = await benchDatabase(log)
+const { url, env, db, seed, accountId } = await benchDatabase(log)
 if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench'`)).rows[0].n) < GET_ROWS) await seed(1, GET_ROWS)
 await db.query('VACUUM (ANALYZE) sources')
 
@@ -56,6 +58,27 @@ function load (service, scenario, duration) {
   const s = { url: `http://127.0.0.1:${service.port}`, connections: CONNECTIONS, duration, token, getRows: GET_ROWS, runTag: `${runTag}-${Math.random().toString(36).slice(2, 8)}`, ...scenario }
   return JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
 }
+// PostgreSQL alone at the same paced rate: pgbench runs the POST's statements (its INSERT, with
+// every trigger, and the read of the new source's conflicts) from 16 clients, each transaction's
+// latency counted from its scheduled start (pgbench's time plus its schedule lag), as the
+// generator counts a request's. The service's p99 cannot be below this one.
+const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
+function pgbenchPaced (script, rate, duration) {
+  const dir = tempDir('bench-tail-pgbench-')
+  writeFileSync(join(dir, 'script.sql'), script)
+  execFileSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '2', '-R', String(rate), '-T', String(duration), '-l', '--log-prefix', join(dir, 'pb'), '-f', join(dir, 'script.sql'), url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  const ms = []
+  for (const f of readdirSync(dir).filter((n) => n.startsWith('pb'))) {
+    for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+      const c = line.split(' ')
+      if (c.length >= 7) ms.push((Number(c[2]) + Number(c[6])) / 1000)
+    }
+  }
+  ms.sort((a, b) => a - b)
+  return { p50: ms[Math.floor(ms.length * 0.5)], p99: ms[Math.floor(ms.length * 0.99)], n: ms.length }
+}
+const PGBENCH_SCRIPTS = { post: insertFrom(1, 'p', accountId) }
+
 const windowPath = () => {
   const x = -14.9 + Math.floor(Math.random() * 20) * 0.1
   const y = -14.9 + Math.floor(Math.random() * 5) * 0.1
@@ -90,6 +113,13 @@ for (const [name, scenario] of scenarios) {
   }
   const floors = []
   for (let i = 0; i < RUNS; i++) floors.push(load({ port: floorPort }, { ...scenario, rate, paced: true }, DURATION))
+  const script = PGBENCH_SCRIPTS[scenario.kind]
+  if (script !== undefined) {
+    const pg = []
+    for (let i = 0; i < RUNS; i++) pg.push(pgbenchPaced(script, rate, DURATION))
+    log(`${name} pgbench at ${rate}/s: p99 ${pg.map((r) => r.p99.toFixed(1)).join(', ')} ms`)
+    rows.push(`| ${name} | PostgreSQL alone (pgbench, the same statements) | — | ${rate.toLocaleString('en')} | ${median(pg.map((r) => r.p50)).toFixed(1)} | ${median(pg.map((r) => r.p99)).toFixed(1)} (${Math.min(...pg.map((r) => r.p99)).toFixed(1)}–${Math.max(...pg.map((r) => r.p99)).toFixed(1)}) | — |`)
+  }
   rows.push(`| ${name} | floor server (no service) | — | ${rate.toLocaleString('en')} | ${median(floors.map((r) => r.p50)).toFixed(1)} | ${median(floors.map((r) => r.p99)).toFixed(1)} (${Math.min(...floors.map((r) => r.p99)).toFixed(1)}–${Math.max(...floors.map((r) => r.p99)).toFixed(1)}) | ${median(floors.map((r) => r.lateP99)).toFixed(1)} |`)
   for (const s of services) {
     const p = paced.get(s.name)
