@@ -28,14 +28,19 @@ $$;
 -- No JIT: the planner's estimate for tile_change_cells' two generate_series is far above
 -- jit_above_cost, so a server with JIT on (PostgreSQL's default) compiled this statement on every
 -- write, at a cost hundreds of times the statement's own (docs/performance.md).
+-- PL/pgSQL, not SQL: PostgreSQL 15 plans a SQL function's statement again at every call (it
+-- keeps no plan across calls), and this one runs on every write; PL/pgSQL keeps its plan for
+-- the session.
 CREATE OR REPLACE FUNCTION tile_changes_count(boxes box2d[]) RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 SET jit = off
 AS $$
+BEGIN
   INSERT INTO tile_changes AS t (z, x, y, n)
   SELECT c.z, c.x, c.y, count(*) FROM unnest(boxes) AS b, tile_change_cells(b) AS c
   GROUP BY c.z, c.x, c.y ORDER BY c.z, c.x, c.y
-  ON CONFLICT (z, x, y) DO UPDATE SET n = t.n + excluded.n
+  ON CONFLICT (z, x, y) DO UPDATE SET n = t.n + excluded.n;
+END
 $$;
 
 CREATE OR REPLACE FUNCTION sources_tile_changes() RETURNS trigger
