@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { TilesConfig } from '../config.js'
 import { ApiError, type ErrorDetail, errorResponses, summarise } from '../errors.js'
-import type { AdmissionQueue } from '../http/admission-queue.js'
+import type { Admission, AdmissionQueue } from '../http/admission-queue.js'
 import { parseDatetimeParameter } from '../sources/datetime.js'
 import { EXTENT, MAX_LAT, MAX_ZOOM, type Tile, webMercatorQuad } from './tile-matrix.js'
 import type { TileFilter } from './tiles.repository.js'
@@ -184,6 +184,18 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     }
   })
 
+  /**
+   * A drawing slot for the request's tile, its waiting place withdrawn when the client goes away.
+   * A client that left during the reads before (authentication, the cache's counters) has had its
+   * 'close' already: it gets 'cancelled' at once, neither a place nobody would give back nor a
+   * tile drawn for nobody (as plugins/large-bodies.ts). No turn of the event loop passes between
+   * the check and admit()'s registration of the cancel, so a 'close' after it is heard.
+   */
+  const admit = async (reply: FastifyReply): Promise<Admission> => {
+    if (reply.raw.closed) return 'cancelled'
+    return await drawing.admit((cancel) => reply.raw.once('close', cancel))
+  }
+
   /** One tile to the caller: 304 on a matching If-None-Match, else drawn; `empty` when no source is drawn in it. */
   const sendTile = async (request: FastifyRequest<{ Querystring: { datetime?: string, organisation?: string } }>, reply: FastifyReply, tile: Tile, empty: 204 | Buffer) => {
     const account = request.account
@@ -209,8 +221,8 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     if (kept !== undefined) return await sendDrawn(reply, kept, etagOf, empty)
     // Drawn TILES_CONCURRENCY at a time: sixteen zoomed-out tiles at once would otherwise hold
     // every pool connection for seconds, and the requests behind them would fail waiting for one.
-    const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
-    // The client left while its tile waited: 499 (nginx's "client closed request") for the log.
+    const admitted = await admit(reply)
+    // The client left before or while its tile waited: 499 (nginx's "client closed request") for the log.
     if (admitted === 'cancelled') return await reply.code(499).send()
     if (admitted === 'full') {
       throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy drawing other tiles (${drawing.concurrency} at a time, ${drawing.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })
@@ -255,7 +267,7 @@ const tilesRoutes: FastifyPluginAsyncTypebox<Options> = async (app, { config, st
     const { tileMatrix: z, tileRow: y, tileCol: x } = request.params
     const tile = parseTile({ z, x, y }, { z: 'tileMatrix', x: 'tileCol', y: 'tileRow' }, 'x')
     const scope = request.account.scope
-    const admitted = await drawing.admit((cancel) => reply.raw.once('close', cancel))
+    const admitted = await admit(reply)
     if (admitted === 'cancelled') return await reply.code(499).send()
     if (admitted === 'full') {
       throw new ApiError('SERVICE_UNAVAILABLE', `The server is busy drawing other tiles (${drawing.concurrency} at a time, ${drawing.maxWaiting} waiting); retry in a moment.`, { headers: { 'retry-after': '1' } })

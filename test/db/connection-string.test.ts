@@ -7,7 +7,7 @@ import { isPlain, parseTargets, splitConnectionList } from '../../src/connection
 import { loadConfig } from '../../src/config.js'
 import { classifyDbError } from '../../src/db/errors.js'
 import { connect, failoverOf, redactUrl } from '../../src/db/connect.js'
-import { backend, createDatabase, freePort } from '../helper.js'
+import { backend, createDatabase } from '../helper.js'
 
 t.test('the URL form: one single-host URL per host, in order, parameters kept', async (t) => {
   const targets = parseTargets('postgres://u:p%40ss@a:5432,b:5433,[::1]:6/db?sslmode=disable&target_session_attrs=read-write')
@@ -48,8 +48,10 @@ t.test('the configuration takes both forms and names a bad one', async (t) => {
 
 t.test('the failover pool', { skip: backend !== 'server' ? 'server backend only' : false }, async (t) => {
   const target = new URL(await createDatabase(t))
-  const dead = await freePort()
-  const url = `postgres://${target.username}@127.0.0.1:${dead},${target.host}${target.pathname}?target_session_attrs=read-write`
+  // A refused host: port 1 (tcpmux), which nothing listens on. A port found free and released
+  // again could be bound meanwhile by a test file running beside this one.
+  const dead = '127.0.0.1:1'
+  const url = `postgres://${target.username}@${dead},${target.host}${target.pathname}?target_session_attrs=read-write`
   const db = connect({ url, connectTimeoutMs: 1000 })
   t.teardown(() => db.destroy())
   const { rows } = await sql<{ n: number }>`SELECT 1 AS n`.execute(db)
@@ -60,7 +62,7 @@ t.test('the failover pool', { skip: backend !== 'server' ? 'server backend only'
   const standbyOnly = connect({ url: url.replace('read-write', 'standby'), connectTimeoutMs: 500 })
   t.teardown(() => standbyOnly.destroy())
   const err = await sql`SELECT 1`.execute(standbyOnly).then(() => undefined, (e: unknown) => e)
-  t.match((err as Error).message, /no host fits target_session_attrs=standby: 127\.0\.0\.1:\d+ \(connect ECONNREFUSED[^)]*\), [^ ]+ \(read-write primary\)/)
+  t.match((err as Error).message, /no host fits target_session_attrs=standby: 127\.0\.0\.1:1 \(connect ECONNREFUSED[^)]*\), [^ ]+ \(read-write primary\)/)
   t.same(classifyDbError(err), { kind: 'unavailable' }, 'no host fitting is "database unavailable": a 503 with Retry-After')
 })
 

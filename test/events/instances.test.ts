@@ -1,8 +1,8 @@
 // Events across processes (server backend): two instances on one database and one Redis, as
 // behind a load balancer. An event written through one reaches an SSE stream held on the other
-// within a second (LISTEN on EVENTS_LISTEN_URL); a subscription's events are each delivered
-// (duplicates counted, none lost) whichever instance takes them; and after kill -9 of both
-// instances in the middle of a backlog, a new instance delivers all of it.
+// at its commit (LISTEN on EVENTS_LISTEN_URL; polls are a minute apart); a subscription's events
+// are each delivered (duplicates counted, none lost) whichever instance takes them; and after
+// kill -9 of both instances in the middle of a backlog, a new instance delivers all of it.
 import t from 'tap'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import http from 'node:http'
@@ -66,7 +66,10 @@ async function instances (): Promise<void> {
     REDIS_URL: `redis://127.0.0.1:${redisPort}`,
     REDIS_TIMEOUT_MS: '3000',
     EVENTS_LISTEN_URL: target,
-    EVENTS_POLL_MS: '200',
+    // Polling (and its fallback with LISTEN, every 10 × this) far slower than any wait here: an
+    // event that arrives in time came by LISTEN/NOTIFY. Webhooks do not wait for it: each
+    // deliverer also looks every second.
+    EVENTS_POLL_MS: '60000',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     WEBHOOK_LEASE_MS: '3000',
     WEBHOOK_TIMEOUT_MS: '1000',
@@ -84,7 +87,7 @@ async function instances (): Promise<void> {
   let n = 0
   const next = () => { n++; return feature(`i-${n}`, { coordinates: square((n % 150) * 2 - 170, Math.floor(n / 150) * 2 - 70) }) }
 
-  t.test('an event written through one instance reaches an SSE stream held on the other within a second', async (t) => {
+  t.test('an event written through one instance reaches an SSE stream held on the other at its commit (LISTEN/NOTIFY), not at the next poll', async (t) => {
     const events: Array<{ subject: string, at: number }> = []
     let connected = false
     const req = http.get(`${b.base}/events/stream`, { headers: auth }, (res) => {
@@ -105,11 +108,13 @@ async function instances (): Promise<void> {
       // From the 201, which comes after the commit.
       const committed = Date.now()
       posts.push(committed - t0)
-      await until('the event on the other instance', () => events.some((e) => e.subject === id), 5000)
+      await until('the event on the other instance', () => events.some((e) => e.subject === id), 10_000)
       lags.push((events.find((e) => e.subject === id)?.at ?? 0) - committed)
     }
     t.comment(`POST on one (ms: ${posts.join(', ')}) → SSE on the other, ms after the 201: ${lags.join(', ')}`)
-    t.ok(lags.every((l) => l < 1000), `each within 1 s: ${lags.join(', ')}`)
+    // Seconds, not the milliseconds of a quiet machine: another test file shares two cores; the
+    // next poll would be a minute away.
+    t.ok(lags.every((l) => l < 5000), `each within 5 s: ${lags.join(', ')}`)
   })
 
   t.test('two instances deliver each event of a subscription: none lost, duplicates counted, in order', async (t) => {

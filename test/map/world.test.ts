@@ -17,8 +17,12 @@ import { CHROMIUM, NO_CHROMIUM, pixelAt, waitForPixel } from './page.js'
 const SOURCES = 100_000
 /** The centre of the one large source (0°–30° E, 70°–55° S). */
 const LARGE = [15, -62.5] as const
-/** "Within a few seconds", with room for a loaded 2-core CI machine. */
-const DRAWN_WITHIN_MS = 15_000
+/**
+ * A bound for CI, where Chromium, the service, PostgreSQL and another test file share two cores;
+ * under waitForPixel's 60 s deadline, so a slow draw fails here, with its time. The figure of a
+ * run without another test file beside it lives in docs/performance.md (the map's world view).
+ */
+const DRAWN_WITHIN_MS = 45_000
 if (backend === 'embedded') {
   t.plan(0, 'server backend only (npm run test:server): the service runs in its own process beside the seeding connection')
 } else if (NO_CHROMIUM !== undefined) {
