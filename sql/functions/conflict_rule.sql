@@ -337,10 +337,15 @@ COMMENT ON FUNCTION sources_conflict_pairs_write(text[]) IS
 --    pairs. After an UPDATE that moves land (geometry, period or organisation): the updated rows' pairs
 --    are computed again, under the lock on everything, since their old and new places both matter.
 --    After a DELETE: both rows of each pair of a deleted source. After a TRUNCATE: all of them.
+--    Their statements (and those of the functions they call) take PL/pgSQL's generic plan at
+--    once (plan_cache_mode): each call's arrays of ids and boxes are new values, and PostgreSQL
+--    planned them afresh at every write, which cost more than running them; the generic plans are
+--    the same index scans (docs/performance.md, "Writes").
 CREATE OR REPLACE FUNCTION sources_conflicts_after_insert() RETURNS trigger
   LANGUAGE plpgsql
   SET enable_seqscan = off
   SET jit = off
+  SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
   PERFORM sources_conflict_lock(ARRAY(SELECT n.geom::box2d FROM new_rows AS n));
@@ -353,6 +358,7 @@ CREATE OR REPLACE FUNCTION sources_conflicts_after_update() RETURNS trigger
   LANGUAGE plpgsql
   SET enable_seqscan = off
   SET jit = off
+  SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
   -- A change of attributes alone moves no land: nothing to recompute, and no lock on everything.
@@ -374,6 +380,7 @@ $$;
 
 CREATE OR REPLACE FUNCTION sources_conflicts_after_delete() RETURNS trigger
   LANGUAGE plpgsql
+  SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
   PERFORM sources_conflict_lock(ARRAY(SELECT o.geom::box2d FROM old_rows AS o));

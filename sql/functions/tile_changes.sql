@@ -43,8 +43,12 @@ BEGIN
 END
 $$;
 
+-- The generic plan at once, as the conflict triggers (conflict_rule.sql): a custom plan for each
+-- write's boxes was planned afresh every time.
 CREATE OR REPLACE FUNCTION sources_tile_changes() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     PERFORM tile_changes_count(ARRAY(SELECT geom::box2d FROM new_rows));
@@ -59,7 +63,9 @@ $$;
 
 -- A pair added or removed changes the `conflict` attribute of its source, wherever that source is.
 CREATE OR REPLACE FUNCTION source_conflict_pairs_tile_changes() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     PERFORM tile_changes_count(ARRAY(SELECT s.geom::box2d FROM sources s WHERE s.id IN (SELECT source_id FROM new_rows)));
