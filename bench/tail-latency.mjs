@@ -7,7 +7,8 @@
 // variants take turns in every round (ABBA), so the machine's drift hits them alike.
 // BENCH_VARIANTS: JSON { name: "flags" } (default: the flags of npm start against other
 // young-generation sizes); BENCH_RUNS rounds (default 3) of BENCH_DURATION s (default 5);
-// BENCH_DATABASE_URL reuses a `bench` database (seeded with at least 10,000 sources here).
+// BENCH_DATABASE_URL reuses a `bench` database (seeded with at least 10,000 sources here);
+// BENCH_ONLY runs only the requests whose name contains it.
 // Usage: npm run build && node bench/tail-latency.mjs
 import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
@@ -93,7 +94,8 @@ const scenarios = [
 ]
 const rows = []
 const load1 = loadavg()[0]
-for (const [name, scenario] of scenarios) {
+// BENCH_ONLY: run only the requests whose name contains it (e.g. POST).
+for (const [name, scenario] of scenarios.filter(([n]) => n.includes(process.env.BENCH_ONLY ?? ''))) {
   const peak = new Map(services.map((s) => [s.name, []]))
   for (const s of services) load(s, scenario, 2)
   for (let i = 0; i < RUNS; i++) {
