@@ -7,6 +7,7 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely'
 import type { Database, Db, Scope } from '../db/database.js'
 import { Batcher } from '../db/batcher.js'
+import { classifyDbError } from '../db/errors.js'
 import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/compiled-query.js'
 import {
   type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
@@ -130,8 +131,12 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
         try {
           await insertSources(db, inserts)
           together = true
-        } catch {
-          // One of them (or the database) failed; one by one below says which.
+        } catch (error) {
+          // The database went away: whether the batch committed is unknown (a reply lost after
+          // the commit), so none of it is inserted again here, where it could meet its own
+          // stored rows. Each request gets the error (503); a client's retry of a write that had
+          // committed is answered 409. Any other failure is one request's: one by one says which.
+          if (classifyDbError(error)?.kind === 'unavailable') return inserts.map(() => ({ error }))
         }
       }
       if (!together) {

@@ -161,7 +161,10 @@ async function faults (t: Test): Promise<void> {
     const statuses = new Map<number, number>()
     for (const a of log) for (const s of a.statuses) statuses.set(s, (statuses.get(s) ?? 0) + 1)
     t.comment(`statuses seen: ${JSON.stringify(Object.fromEntries(statuses))}`)
-    t.same([...statuses.keys()].filter((s) => ![201, 409, 503].includes(s)), [], 'clients saw only 201, 503 and (a retry of a write that had committed) 409')
+    const unexpected = [...statuses.keys()].filter((s) => ![201, 409, 503].includes(s))
+    // What the service logged for them (its errors), so that a failure says why.
+    if (unexpected.length > 0) t.comment(`the service's errors:\n${service.lines.filter((l) => /"level":50/.test(l)).slice(-5).join('\n')}`)
+    t.same(unexpected, [], 'clients saw only 201, 503 and (a retry of a write that had committed) 409')
     t.ok(log.every((a) => a.retryAfter), 'every 503 had Retry-After')
     t.ok(log.every((a) => a.statuses.at(-1) !== 409 || a.statuses.includes(503)), 'a 409 only for a retry after a 503')
     const ids = log.map((a) => a.featureId)
