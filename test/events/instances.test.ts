@@ -8,6 +8,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createInterface } from 'node:readline'
+import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
 import { addAccount, backend, collection, createDatabase, feature, freePort, square, startService, targetConfig } from '../helper.js'
 
@@ -98,8 +99,16 @@ async function instances (): Promise<void> {
       })
     })
     t.teardown(() => { req.destroy() })
-    // The stream is open (its first line sent) before the first write.
+    // The stream is open (its first line sent) before the first write, and both instances have
+    // their LISTEN in place (it is set up after start-up, beside the first look at the feed).
     await until('the stream is open', () => connected, 10_000)
+    for (const end = Date.now() + 30_000; ;) {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN source_registry_events'`.execute(db)
+      if ((rows[0]?.n ?? 0) >= 2) break
+      if (Date.now() > end) throw new Error('the instances did not LISTEN within 30 s')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
     const lags: number[] = []
     const posts: number[] = []
     for (let i = 0; i < 5; i++) {
