@@ -92,7 +92,8 @@ COMMENT ON TRIGGER sources_resolution_delete ON sources IS 'Resolves (deleted) t
 -- 3. A stance changes only as conflict_stance_transitions allows, and only while the conflict is
 --    unresolved; every change of a stance, a reason or the overlap is a new version. The refusal
 --    is a check_violation naming conflict_stance_transition, so an analyst's UPDATE gets the rule
---    the API applies (the service checks first, to name the allowed stances in its 409).
+--    the API applies (the service's UPDATE checks the same table in its WHERE, and reads the
+--    allowed stances only after a refusal, to name them in its 409).
 CREATE OR REPLACE FUNCTION conflicts_stance_check() RETURNS trigger
   LANGUAGE plpgsql
 AS $$

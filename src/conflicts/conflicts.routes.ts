@@ -89,7 +89,9 @@ const notFound = (id: string): ApiError => new ApiError('NOT_FOUND', `No conflic
 
 /**
  * Which party's stance the caller sets: the one named by source_id (its organisation's, unless an
- * admin acts), else the caller's organisation's side when it holds exactly one.
+ * admin acts), else the caller's organisation's side when it holds exactly one. The stance
+ * UPDATE decides the same in SQL (conflicts.repository.ts updateStanceQuery); this one runs only
+ * to say why that UPDATE stored nothing, so the two must agree (test/conflicts/states.test.ts).
  */
 function sideOf (request: FastifyRequest, c: ConflictParties, named: string | undefined): 'a' | 'b' {
   const { organisation, scope } = request.account
