@@ -9,7 +9,8 @@
 //           squares of another organisation, against pgbench's UPDATE the service runs
 //           (carveSource, compiled here; the same triggers: conflicts resolved, versions, events)
 //   stance bound: the same POST answered 428 before any database work, and the UPDATE sent by
-//           pg (the service's driver) without HTTP: what a one-client stance change cannot beat
+//           pg (the service's driver) without HTTP: what a one-client stance change cannot beat;
+//           and the naive handler (bench/naive-server.mjs: Fastify + pg + the same statement)
 // Scale: BENCH_CONFLICT_PAIRS pairs (default 20,000, each a source of org bench overlapping one of
 // org bench-b) among BENCH_SOURCES sources (default twice the pairs; the sources beyond the pairs
 // are seeded with the triggers off, as a replica would be: disjoint squares, no conflict among
@@ -75,10 +76,19 @@ const auth = { authorization: `Bearer ${token}` }
 const cfl = (n) => `cfl_${String(n).padStart(32, '0')}`
 const random = () => 1 + Math.floor(Math.random() * (PAIRS - 200))
 
+// The naive handler (bench/naive-server.mjs): Fastify and pg running the service's stance
+// statement, with no authentication, validation or anything else: the framework's floor.
+const naivePort = await freePort()
+const naive = spawn(process.execPath, ['bench/naive-server.mjs'], {
+  env: { ...env, PORT: String(naivePort), ORG: 'bench', ACCOUNT_ID: accountId, NODE_ENV: 'production' }, stdio: ['ignore', 'ignore', 'inherit']
+})
+process.on('exit', () => naive.kill())
+const naiveBase = `http://127.0.0.1:${naivePort}`
+for (let i = 0; i < 1200; i++) { try { if ((await fetch(`${naiveBase}/sources?id=x`)).status < 500) break } catch {} await sleep(100) }
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
-function call (path, { method = 'GET', headers = {}, body } = {}) {
+function call (path, { method = 'GET', headers = {}, body, to = base } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}${path}`, { method, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, agent }, (res) => {
+    const req = http.request(`${to}${path}`, { method, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, agent }, (res) => {
       const chunks = []
       res.on('data', (c) => chunks.push(c))
       res.on('end', () => resolve({ status: res.statusCode, etag: res.headers.etag, text: Buffer.concat(chunks).toString() }))
@@ -175,6 +185,7 @@ out.stance = await paired(
 // pgbench's latency / (fixed latency + the driver's latency).
 const fixed = []
 const driver = []
+const naiveRps = []
 const driverClient = new pg.Client({ connectionString: url })
 await driverClient.connect()
 for (let r = 0; r < RUNS; r++) {
@@ -183,6 +194,13 @@ for (let r = 0; r < RUNS; r++) {
   for (const row of (await db.query(`SELECT id, version, stance_a FROM conflicts WHERE organisation_a = 'bench' AND resolved_at IS NULL`)).rows) {
     versions.set(row.id, row.version); stanceOf.set(row.id, row.stance_a)
   }
+  naiveRps.push(await service1('naive handler POST stance', 200, async () => {
+    const id = cfl(random())
+    const to = stanceOf.get(id) === 'accepted' ? 'acknowledged' : 'accepted'
+    const res = await call(`/conflicts/${id}/stance`, { method: 'POST', to: naiveBase, headers: { 'if-match': `W/"${versions.get(id)}"` }, body: JSON.stringify({ stance: to }) })
+    if (res.status === 200) { versions.set(id, Number(/"(\d+)"/.exec(res.etag)[1])); stanceOf.set(id, to) }
+    return res
+  }))
   let done = 0
   const t0 = Date.now()
   while (Date.now() < t0 + DURATION * 1000) {
@@ -198,7 +216,7 @@ for (let r = 0; r < RUNS; r++) {
   log(`driver stance: ${driver.at(-1).toFixed(1)} statements/s`)
 }
 await driverClient.end()
-out.stanceBound = { fixed: median(fixed), driver: median(driver) }
+out.stanceBound = { fixed: median(fixed), driver: median(driver), naive: median(naiveRps) }
 out.stanceBound.ceiling = (1 / (1 / out.stanceBound.fixed + 1 / out.stanceBound.driver)) / out.stance.b
 
 // Carve-outs: subjects numbered 1..2·RUNS·CARVES, each a circle of 500 vertices (0.01° radius)
@@ -268,6 +286,8 @@ console.log([
   `| POST stance without If-Match (428: no database work) | ${f(out.stanceBound.fixed)} req/s | | | |`,
   `| the stance UPDATE from pg (Node's driver, prepared, no HTTP) | ${f(out.stanceBound.driver)} statements/s | ${f(out.stance.b)} tps | ${f(out.stanceBound.driver / out.stance.b, 2)}× | |`,
   `| stance ceiling: pgbench's latency / (no-database request + the driver's statement) | | | **${f(out.stanceBound.ceiling, 2)}×** | |`,
+  `| the naive handler's POST stance (Fastify + pg + the same statement, nothing else) | ${f(out.stanceBound.naive)} req/s | ${f(out.stance.b)} tps | **${f(out.stanceBound.naive / out.stance.b, 2)}×** | |`,
+  `| the service against the naive handler | | | ${f(out.stance.a / out.stanceBound.naive, 2)}× | |`,
   `| POST carve (500 vertices, 10 conflicts) vs the same UPDATE | ${f(out.carve.a, 1)} req/s | ${f(out.carve.b, 1)} tps | ${f(out.carve.ratio, 2)}× | ≥ 0.7× |`,
   '',
   `Carve-out latency: service median ${f(median(carveMs), 1)} ms (p90 ${f([...carveMs].sort((a, b) => a - b)[Math.floor(carveMs.length * 0.9)], 1)} ms); pgbench mean ${f(median(pgCarveMs), 1)} ms.`

@@ -1,10 +1,13 @@
 // The framework floor: a minimal Fastify + pg server doing the same SQL as the service for GET,
 // POST (one or many features) and DELETE, conflicts included (read with each GET, read back after
-// each POST), with no validation, no auth and no rate limits.
+// each POST), and a conflict's stance change (the service's own statement, updateStanceQuery),
+// with no validation, no auth and no rate limits.
 // Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
 import Fastify from 'fastify'
 import pg from 'pg'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
+import { queryBuilder } from '../dist/db/compiled-query.js'
+import { updateStanceQuery } from '../dist/conflicts/conflicts.repository.js'
 import { randomBytes } from 'node:crypto'
 
 // NAIVE_PG_OPTIONS: more startup options (bench/conflicts.mjs turns the conflict triggers off
@@ -61,6 +64,17 @@ app.post('/sources', async (req, reply) => {
 app.delete('/sources', async (req, reply) => {
   const { rowCount } = await pool.query('delete from "sources" where "id" = $1 and "organisation" = $2', [req.query.id, org])
   return rowCount ? { message: 'deleted' } : reply.code(404).send({ status: 404 })
+})
+
+// A stance change of the organisation's side at the version If-Match names (W/"n"), answered with
+// the conflict's Feature text as the service answers; 412 when the statement stores nothing (the
+// service would then read the parties to say why). Prepared, as the service's statements are.
+app.post('/conflicts/:id/stance', async (req, reply) => {
+  const version = Number(/"(\d+)"/.exec(req.headers['if-match'] ?? '')?.[1])
+  const q = updateStanceQuery({ id: req.params.id, named: null, scope: { organisation: org }, organisation: org, stance: req.body.stance, reason: null, versions: [version], by: `@${accountId}` }).compile(queryBuilder)
+  const { rows } = await pool.query({ name: 'stance', text: q.sql, values: q.parameters })
+  if (rows.length === 0) return reply.code(412).send({ status: 412 })
+  return reply.header('etag', `W/"${rows[0].version}"`).type('application/geo+json').send(rows[0].feature)
 })
 
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })
