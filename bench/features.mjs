@@ -8,7 +8,8 @@
 // limit=10000 against ogr2ogr reading the table straight from PostGIS, with the service's peak RSS.
 // HTTP loads run under wrk, and the service's also under autocannon (see `load`). Needs Debian's
 // cgi-mapserver, lighttpd, gdal-bin (ogr2ogr) and wrk. BENCH_RUNS rounds (default 5) of
-// BENCH_DURATION s (default 5). Prints Markdown. Usage: npm run build && node bench/features.mjs
+// BENCH_DURATION s (default 5); BENCH_ITEMS_ONLY=1 stops after the items table. Prints Markdown.
+// Usage: npm run build && node bench/features.mjs
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -40,10 +41,11 @@ async function fetch (url, init) {
 
 const { url, env, db, seed, accountId } = await benchDatabase(log)
 // Seeded boxes of 0.005° on a 0.01° grid, 3,000 a row from (-15, -15); periods of 30 days
-// starting on one of 1,461 days from 2020-01-01. With BENCH_DATABASE_URL, a database seeded by
-// an earlier run is used as it is.
+// starting on one of 1,461 days from 2020-01-01, with the triggers off (disjoint squares: they
+// would record no conflict, and the reads measured here read no version or event). With
+// BENCH_DATABASE_URL, a database seeded by an earlier run is used as it is.
 if (Number((await db.query(`SELECT count(*) AS n FROM sources WHERE organisation = 'bench'`)).rows[0].n) !== ROWS) {
-  await seed(1, ROWS, { period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
+  await seed(1, ROWS, { triggers: false, period: "tstzrange('2020-01-01Z'::timestamptz + (n % 1461) * interval '1 day', '2020-01-01Z'::timestamptz + (n % 1461 + 30) * interval '1 day', '[)')" })
 }
 // 10,000 polygons of 500 vertices (circles) in another organisation, for the memory of a
 // 10,000-feature page.
@@ -85,6 +87,13 @@ try {
 } catch {} // there from an earlier run
 const bigToken = await login('big@example.org')
 const base = `http://127.0.0.1:${servicePort}`
+// The naive handler (bench/naive-server.mjs): Fastify and pg running the service's statement for
+// a bbox page, nothing else (no authentication, validation or rate limit), its pool sized as the
+// service's: the framework's floor for the bbox loads.
+const naivePort = await freePort()
+const naive = spawn(process.execPath, ['bench/naive-server.mjs'], { env: { ...env, PORT: String(naivePort), ORG: 'bench', ACCOUNT_ID: accountId, DB_POOL_MAX: String(POOL), NODE_ENV: 'production' }, stdio: ['ignore', 'ignore', 'inherit'] })
+process.on('exit', () => naive.kill())
+for (let i = 0; i < 200; i++) { try { if ((await fetch(`http://127.0.0.1:${naivePort}/sources?id=x`)).status < 500) break } catch {} await sleep(100) }
 
 // MapServer 8, OGC API on the same table (its documented FastCGI set-up, under lighttpd).
 const msDir = tempDir('bench-mapserver-')
@@ -151,25 +160,27 @@ const intervals = Array.from({ length: 500 }, () => {
 // the service and PostgreSQL, as pgbench's own client is C) unless `client` says autocannon
 // (Node, ~0.1–0.3 ms per request: bench/load.mjs). The service is measured under both.
 function load (target, paths, client = 'wrk') {
-  const s = { url: target === 'service' ? base : target === 'service-pool-default' ? `http://127.0.0.1:${defaultPoolPort}` : `http://127.0.0.1:${msPort}`, connections: CONNECTIONS, duration: DURATION, token: target === 'mapserver' ? undefined : token, kind: 'paths', paths, client }
+  const url = { service: base, 'service-pool-default': `http://127.0.0.1:${defaultPoolPort}`, naive: `http://127.0.0.1:${naivePort}`, mapserver: `http://127.0.0.1:${msPort}` }[target]
+  const s = { url, connections: CONNECTIONS, duration: DURATION, token: target === 'mapserver' || target === 'naive' ? undefined : token, kind: 'paths', paths, client }
   const r = JSON.parse(execFileSync(process.execPath, ['bench/load.mjs', JSON.stringify(s)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }))
   log(`${target} (${client}): ${Math.round(r.rps)} req/s, status ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}, generator ${(r.generatorCpuMs * 1000 / Math.max(1, r.total)).toFixed(0)} µs CPU/request`)
   if (r.non2xx > 0 || r.errors > 0) log(`${target} (${client}): ${r.non2xx} answers not 2xx, ${r.errors} errors`)
   return r
 }
 // pgbench on the service's own statements for a first page (bbox and datetime loads are first
-// pages; sources.repository.ts listFirstSources), taken from the service's build as it compiles
+// pages; sources.listing.ts listFirstSources), taken from the service's build as it compiles
 // them, with its parameters as pgbench variables.
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
 const pgDir = tempDir('bench-features-pgbench-')
 const { compileByShape, queryBuilder } = await import('../dist/db/compiled-query.js')
-const repository = await import('../dist/sources/sources.repository.js')
+const listing = await import('../dist/sources/sources.listing.js')
+const { searchBoxes } = await import('../dist/sources/search-box.js')
 // `vars` maps each parameter's value in `input` to the pgbench expression that stands for it.
 // pgbench reads ":name" as a variable, so each single colon (all are in string literals, such as
 // '"conflict":true' and to_char's format; casts are "::") becomes chr(58), which PostgreSQL folds
 // back into the constant when it plans the statement.
 function statement (build, input, vars) {
-  const q = compileByShape((i) => build(queryBuilder, i), repository.LIST_INPUT_SHAPE_KEYS)(input)
+  const q = compileByShape((i) => build(queryBuilder, i), listing.LIST_INPUT_SHAPE_KEYS)(input)
   return q.sql.replace(/(?<!:):(?!:)/g, "' || chr(58) || '").replace(/\$(\d+)/g, (_, n) => {
     const v = q.parameters[Number(n) - 1]
     if (!vars.has(v)) throw new Error(`no pgbench variable for parameter ${n} (${v})`)
@@ -197,7 +208,7 @@ function pgbench (file, clients = CONNECTIONS) {
 }
 // With a bbox: one statement, the matches found once, counted, and the page chosen among them.
 function bboxScript (size) {
-  const input = { scope: { organisation: 'bench' }, filter: { boxes: repository.searchBoxes(1001, 1002, 1003, 1004) }, page, cap: CAP }
+  const input = { scope: { organisation: 'bench' }, filter: { boxes: searchBoxes(1001, 1002, 1003, 1004) }, page, cap: CAP }
   const vars = new Map([...common, [1001, ':x'], [1002, ':y'], [1003, ':x2'], [1004, ':y2']])
   return `\\set xi random(0, ${Math.round((30 - size) * 1000)})
 \\set yi random(0, ${Math.max(1, Math.round((yRows * 0.01 - size) * 1000))})
@@ -205,7 +216,7 @@ function bboxScript (size) {
 \\set y -15 + :yi / 1000.0
 \\set x2 :x + ${size}
 \\set y2 :y + ${size}
-${statement(repository.countedPageQuery, input, vars)}
+${statement(listing.countedPageQuery, input, vars)}
 `
 }
 // Otherwise the page, then the count (there is always more than one page here).
@@ -213,8 +224,8 @@ function datetimeScript () {
   const input = { scope: { organisation: 'bench' }, filter: { datetime: { from: '2001-01-01T00:00:00Z', to: '2001-01-02T00:00:00Z' } }, page, cap: CAP }
   const vars = new Map([...common, ['2001-01-01T00:00:00Z', "('2020-01-01Z'::timestamptz + :d * interval '1 day')"], ['2001-01-02T00:00:00Z', "('2020-01-01Z'::timestamptz + (:d + 10) * interval '1 day')"]])
   return `\\set d random(0, 1400)
-${statement(repository.listPageQuery, input, vars)}
-${statement(repository.countQuery, input, vars)}
+${statement(listing.listPageQuery, input, vars)}
+${statement(listing.countQuery, input, vars)}
 `
 }
 
@@ -230,9 +241,9 @@ async function floor (bytes) {
   return median(rates)
 }
 
-const table = [`| scenario | service req/s (wrk), DB_POOL_MAX=${POOL} / default 10 | service req/s (autocannon) | MapServer req/s (wrk) | pgbench tps (the service's statements), ${CONNECTIONS} clients / ${CORES} clients | floor req/s (same body size) | service × MapServer | service × pgbench, each at its best: pool ${POOL} × the faster pgbench, wrk (min–max of the rounds) | the same, autocannon (min–max) | each out of the box: pool 10 × pgbench at ${CONNECTIONS} clients, wrk | bound × pgbench at its best |`, '|---|---|---|---|---|---|---|---|---|---|---|']
+const table = [`| scenario | service req/s (wrk), DB_POOL_MAX=${POOL} / default 10 | service req/s (autocannon) | MapServer req/s (wrk) | pgbench tps (the service's statements), ${CONNECTIONS} clients / ${CORES} clients | floor req/s (same body size) | service × MapServer | service × pgbench, each at its best: pool ${POOL} × the faster pgbench, wrk (min–max of the rounds) | the same, autocannon (min–max) | each out of the box: pool 10 × pgbench at ${CONNECTIONS} clients, wrk | bound × pgbench at its best | naive handler (Fastify + pg, the same statement, pool ${POOL}) × pgbench at its best, wrk (min–max) |`, '|---|---|---|---|---|---|---|---|---|---|---|---|']
 const range = (ratios) => `${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
-const row = (name, { svc, svcDefault, svcAc, ms, pg, pgMany, pgFew, ratios, ratiosAc, ratiosMany }, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} / ${Math.round(svcDefault).toLocaleString('en')} | ${Math.round(svcAc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pgMany).toLocaleString('en')} / ${Math.round(pgFew).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${ms > 0 ? `${(svc / ms).toFixed(2)}×` : '—'} | **${range(ratios)}** | ${range(ratiosAc)} | ${range(ratiosMany)} | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× |`
+const row = (name, { svc, svcDefault, svcAc, ms, pg, pgMany, pgFew, ratios, ratiosAc, ratiosMany, ratiosNaive }, fl) => `| ${name} | ${Math.round(svc).toLocaleString('en')} / ${Math.round(svcDefault).toLocaleString('en')} | ${Math.round(svcAc).toLocaleString('en')} | ${Math.round(ms).toLocaleString('en')} | ${Math.round(pgMany).toLocaleString('en')} / ${Math.round(pgFew).toLocaleString('en')} | ${Math.round(fl).toLocaleString('en')} | ${ms > 0 ? `${(svc / ms).toFixed(2)}×` : '—'} | **${range(ratios)}** | ${range(ratiosAc)} | ${range(ratiosMany)} | ${(1 / (1 / fl + 1 / pg) / pg).toFixed(2)}× | ${ratiosNaive.length > 0 ? range(ratiosNaive) : '—'} |`
 async function meanBytes (paths) {
   let total = 0
   for (const p of paths.slice(0, 20)) total += (await (await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } })).arrayBuffer()).byteLength
@@ -244,9 +255,10 @@ async function meanBytes (paths) {
 // ratios; the autocannon ratio takes the pgbench run just before it. MapServer's rounds come
 // last for the datetime load, which it cannot serve (it counts the whole table per request, and
 // its processes stay busy after the load ends).
-function rounds (servicePaths, mapServerPaths, file, { mapServerLast = false } = {}) {
-  const svc = []; const svcDefault = []; const svcAc = []; const pgMany = []; const pgFew = []; let ms = []
+function rounds (servicePaths, mapServerPaths, file, { mapServerLast = false, naivePaths } = {}) {
+  const svc = []; const svcDefault = []; const svcAc = []; const pgMany = []; const pgFew = []; let ms = []; const nv = []
   for (let i = 0; i < RUNS; i++) {
+    if (naivePaths !== undefined) nv.push(load('naive', naivePaths).rps)
     svc.push(load('service', servicePaths).rps)
     svcDefault.push(load('service-pool-default', servicePaths).rps)
     pgMany.push(pgbench(file))
@@ -258,7 +270,7 @@ function rounds (servicePaths, mapServerPaths, file, { mapServerLast = false } =
   const pg = pgMany.map((m, i) => Math.max(m, pgFew[i]))
   return {
     svc: median(svc), svcDefault: median(svcDefault), svcAc: median(svcAc), ms: median(ms), pg: median(pg), pgMany: median(pgMany), pgFew: median(pgFew),
-    ratios: svc.map((s, i) => s / pg[i]), ratiosAc: svcAc.map((s, i) => s / pg[i]), ratiosMany: svcDefault.map((s, i) => s / pgMany[i])
+    ratios: svc.map((s, i) => s / pg[i]), ratiosAc: svcAc.map((s, i) => s / pg[i]), ratiosMany: svcDefault.map((s, i) => s / pgMany[i]), ratiosNaive: nv.map((s, i) => s / pg[i])
   }
 }
 for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4° window, limit=100', 0.4]]) {
@@ -268,7 +280,8 @@ for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4�
   load('service', paths.slice(0, 50))
   load('service', paths.slice(0, 50), 'autocannon')
   load('service-pool-default', paths.slice(0, 50))
-  const r = rounds(paths, ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`), pgbenchFile(`bbox-${size}`, bboxScript(size)))
+  load('naive', paths.slice(0, 50))
+  const r = rounds(paths, ws.map((w) => `/mapserver/sources/ogcapi/collections/sources/items?f=json&limit=100&bbox=${w}`), pgbenchFile(`bbox-${size}`, bboxScript(size)), { naivePaths: paths })
   table.push(row(name, r, await floor(await meanBytes(paths))))
 }
 {
@@ -290,6 +303,12 @@ for (const [name, size] of [['bbox 0.05° window, limit=100', 0.05], ['bbox 0.4�
   log(`cancelled ${cancelled} statements MapServer was still running`)
 }
 out.push(`### Items on ${ROWS.toLocaleString('en')} sources (${CONNECTIONS} connections, median of ${RUNS} × ${DURATION} s)`, '', ...table, '')
+// BENCH_ITEMS_ONLY: the table above and nothing else (the ratios the issues name).
+if (process.env.BENCH_ITEMS_ONLY !== undefined) {
+  process.stdout.write(`${out.join('\n')}\n`)
+  await db.end()
+  process.exit(0)
+}
 
 // One request at a time: latency of single pages.
 async function timed (u, headers = { authorization: `Bearer ${token}` }) {

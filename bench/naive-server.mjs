@@ -1,12 +1,15 @@
 // The framework floor: a minimal Fastify + pg server doing the same SQL as the service for GET,
 // POST (one or many features) and DELETE, conflicts included (read with each GET, read back after
-// each POST), and a conflict's stance change (the service's own statement, updateStanceQuery),
-// with no validation, no auth and no rate limits.
+// each POST), an items page with a bbox (the service's own statement, countedPageQuery) and a
+// conflict's stance change (the service's own statement, updateStanceQuery), with no validation,
+// no auth and no rate limits.
 // Usage: DATABASE_URL=… PORT=… ORG=… ACCOUNT_ID=… node bench/naive-server.mjs
 import Fastify from 'fastify'
 import pg from 'pg'
 import { multiPolygonEwkb } from '../dist/db/ewkb.js'
-import { queryBuilder } from '../dist/db/compiled-query.js'
+import { compileByShape, queryBuilder } from '../dist/db/compiled-query.js'
+import { LIST_INPUT_SHAPE_KEYS, countedPageQuery } from '../dist/sources/sources.listing.js'
+import { searchBoxes } from '../dist/sources/search-box.js'
 import { updateStanceQuery } from '../dist/conflicts/conflicts.repository.js'
 import { randomBytes } from 'node:crypto'
 
@@ -64,6 +67,18 @@ app.post('/sources', async (req, reply) => {
 app.delete('/sources', async (req, reply) => {
   const { rowCount } = await pool.query('delete from "sources" where "id" = $1 and "organisation" = $2', [req.query.id, org])
   return rowCount ? { message: 'deleted' } : reply.code(404).send({ status: 404 })
+})
+
+// A first page with a bbox: the statement the service runs for it (prepared, as the service's
+// are), its Features joined into a FeatureCollection with the counts and a next link.
+const itemsQuery = compileByShape((input) => countedPageQuery(queryBuilder, input), LIST_INPUT_SHAPE_KEYS)
+app.get('/collections/sources/items', async (req, reply) => {
+  const [w, s, e, n] = String(req.query.bbox).split(',').map(Number)
+  const limit = Number(req.query.limit ?? 10)
+  const q = itemsQuery({ scope: { organisation: org }, filter: { boxes: searchBoxes(w, s, e, n) }, page: { sort: [{ field: 'id', descending: false }], limit }, cap: 100_000 })
+  const { rows: [page] } = await pool.query({ name: 'items', text: q.sql, values: q.parameters })
+  const next = page.more ? `,"links":[{"rel":"next","href":"/collections/sources/items?bbox=${req.query.bbox}&limit=${limit}&cursor=${page.last_id}"}]` : ''
+  return reply.type('application/geo+json').send(`{"type":"FeatureCollection","numberMatched":${page.matched},"numberReturned":${page.returned}${next},"features":[${page.features ?? ''}]}`)
 })
 
 // A stance change of the organisation's side at the version If-Match names (W/"n"), answered with

@@ -65,21 +65,28 @@ function load (service, scenario, duration) {
 // below. (Paced at the service's rate from 16 clients, pgbench's one-row transactions fall
 // behind: the service batches concurrent POSTs into one statement, db/batcher.ts.)
 const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim(), 'pgbench')
-function pgbenchAlone (script, duration) {
+// PostgreSQL paced: the same statements at the service's paced rate (pgbench -R), either a
+// transaction a POST from CONNECTIONS clients (as a handler without batching would send them) or
+// `batch` POSTs a statement from DB_WRITES_IN_FLIGHT's 2 clients at rate / batch (as the service's
+// batcher sends them under load; db/batcher.ts). A latency here counts from the transaction's
+// scheduled start (pgbench's time plus its schedule lag), as the service's paced latencies count
+// from the request's; a batched POST also waits for its batch to form, which this leaves out.
+function pgbenchAlone (script, duration, { rate, batch = 1 } = {}) {
   const dir = tempDir('bench-tail-pgbench-')
   writeFileSync(join(dir, 'script.sql'), script)
-  execFileSync(pgbenchBin, ['-n', '-M', 'prepared', '-c', '1', '-T', String(duration), '-l', '--log-prefix', join(dir, 'pb'), '-f', join(dir, 'script.sql'), url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  const clients = rate === undefined ? ['-c', '1'] : ['-c', String(batch === 1 ? CONNECTIONS : 2), '-j', '2', '-R', String(rate / batch)]
+  execFileSync(pgbenchBin, ['-n', '-M', 'prepared', ...clients, '-T', String(duration), '-l', '--log-prefix', join(dir, 'pb'), '-f', join(dir, 'script.sql'), url], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
   const ms = []
   for (const f of readdirSync(dir).filter((n) => n.startsWith('pb'))) {
     for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
       const c = line.split(' ')
-      if (c.length >= 6) ms.push(Number(c[2]) / 1000)
+      if (c.length >= 6) ms.push((Number(c[2]) + Number(c[6] ?? 0)) / 1000)
     }
   }
   ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(ms.length * 0.5)], p99: ms[Math.floor(ms.length * 0.99)], n: ms.length }
+  return { p50: ms[Math.floor(ms.length * 0.5)], p99: ms[Math.floor(ms.length * 0.99)], n: ms.length, tps: ms.length * batch / duration }
 }
-const PGBENCH_SCRIPTS = { post: insertFrom(1, 'p', accountId) }
+const PGBENCH_SCRIPTS = { post: (batch) => insertFrom(batch, `t${batch}`, accountId) }
 
 const windowPath = () => {
   const x = -14.9 + Math.floor(Math.random() * 20) * 0.1
@@ -118,10 +125,18 @@ for (const [name, scenario] of scenarios.filter(([n]) => n.includes(process.env.
   for (let i = 0; i < RUNS; i++) floors.push(load({ port: floorPort }, { ...scenario, rate, paced: true }, DURATION))
   const script = PGBENCH_SCRIPTS[scenario.kind]
   if (script !== undefined) {
+    const cell = (rs) => `${median(rs.map((r) => r.p50)).toFixed(1)} | ${median(rs.map((r) => r.p99)).toFixed(1)} (${Math.min(...rs.map((r) => r.p99)).toFixed(1)}–${Math.max(...rs.map((r) => r.p99)).toFixed(1)})`
     const pg = []
-    for (let i = 0; i < RUNS; i++) pg.push(pgbenchAlone(script, DURATION))
+    for (let i = 0; i < RUNS; i++) pg.push(pgbenchAlone(script(1), DURATION))
     log(`${name} pgbench, one client: p99 ${pg.map((r) => r.p99.toFixed(1)).join(', ')} ms`)
-    rows.push(`| ${name} | PostgreSQL alone (pgbench, the same statements, one at a time) | — | — | ${median(pg.map((r) => r.p50)).toFixed(1)} | ${median(pg.map((r) => r.p99)).toFixed(1)} (${Math.min(...pg.map((r) => r.p99)).toFixed(1)}–${Math.max(...pg.map((r) => r.p99)).toFixed(1)}) | — |`)
+    rows.push(`| ${name} | PostgreSQL alone (pgbench, the same statements, one at a time; POSTs/s) | ${Math.round(median(pg.map((r) => r.tps))).toLocaleString('en')} | — | ${cell(pg)} | — |`)
+    for (const batch of [1, 2, 4, 8]) {
+      const paced = []
+      for (let i = 0; i < RUNS; i++) paced.push(pgbenchAlone(script(batch), DURATION, { rate, batch }))
+      log(`${name} pgbench at ${rate}/s, ${batch} a statement: p99 ${paced.map((r) => r.p99.toFixed(1)).join(', ')} ms, ${paced.map((r) => r.tps.toFixed(0)).join(', ')} POSTs/s`)
+      const how = batch === 1 ? `a transaction a POST, ${CONNECTIONS} clients` : `${batch} POSTs a statement, 2 clients`
+      rows.push(`| ${name} | PostgreSQL alone, paced (pgbench -R, ${how}; POSTs/s done) | ${Math.round(median(paced.map((r) => r.tps))).toLocaleString('en')} | ${rate.toLocaleString('en')} | ${cell(paced)} | — |`)
+    }
   }
   rows.push(`| ${name} | floor server (no service) | — | ${rate.toLocaleString('en')} | ${median(floors.map((r) => r.p50)).toFixed(1)} | ${median(floors.map((r) => r.p99)).toFixed(1)} (${Math.min(...floors.map((r) => r.p99)).toFixed(1)}–${Math.max(...floors.map((r) => r.p99)).toFixed(1)}) | ${median(floors.map((r) => r.lateP99)).toFixed(1)} |`)
   for (const s of services) {
