@@ -25,8 +25,7 @@ import type { SourceStore } from '../sources/sources.store.js'
 import type { CrsCatalogue } from '../sources/crs.js'
 import { featureChunks } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
-import type { OutFeature } from './formats/columns.js'
-import { fileAxes, flatGeobuf, formatLines } from './formats/formats.js'
+import { fileAxes, flatGeobufOfChunks, formatLines } from './formats/formats.js'
 
 export const EXPORT_FORMATS = ['fgb', 'geojsonseq', 'ndjson', 'csv'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -45,27 +44,20 @@ export async function exportSources (
   const page = fileAxes({ store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true }, options.format)
   let bar: Progress | undefined
   let count = 0
-  async function * batches (): AsyncGenerator<OutFeature[]> {
-    const chunks = featureChunks(page)
-    for (;;) {
-      const r = await chunks.next()
-      if (r.done === true) break
-      const features = JSON.parse(`[${r.value}]`) as OutFeature[]
-      // The first query counted the matches (listFirst): the progress bar's total.
-      bar ??= progress(undefined)
-      count += features.length
-      bar.done(count)
-      yield features
-    }
+  const counted = (n: number): void => {
+    bar ??= progress(undefined)
+    count += n
+    bar.done(count)
   }
+
   const tmp = `${options.to}.partial`
   const out = createWriteStream(tmp)
   const write = async (chunk: string | Uint8Array): Promise<void> => { if (!out.write(chunk)) await once(out, 'drain') }
   try {
     if (options.format === 'fgb') {
-      for await (const chunk of await flatGeobuf(batches(), parsed.output.crs?.srid)) await write(chunk)
+      for await (const chunk of await flatGeobufOfChunks(featureChunks(page), parsed.output.crs?.srid, counted)) await write(chunk)
     } else {
-      for await (const text of formatLines(options.format, batches())) await write(text)
+      for await (const text of formatLines(options.format, featureChunks(page), counted)) await write(text)
     }
     out.end()
     await once(out, 'close')

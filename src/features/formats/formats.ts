@@ -1,25 +1,37 @@
 // The formats of the items, each with its f= names and media type, and a page of items in one
 // of them: GeoJSON is features.pager.ts's own; the others are made from the same Feature texts,
-// parsed one chunk (one query) at a time, so they stream and page as GeoJSON does. A streamed
+// one chunk (one query) at a time, so they stream and page as GeoJSON does: the sequences pass
+// the texts through, CSV and FlatGeobuf parse them. A streamed
 // text page cannot know its next link before its headers are sent, so the next link (a Link
 // header) comes with pages of at most one query and with FlatGeobuf (made whole before sending).
 import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { OutFeature } from './columns.js'
 import { FlatGeobufWriter } from './flatgeobuf.js'
-import { CsvWriter, seqRecord } from './text-formats.js'
+import { CsvWriter, seqRecords } from './text-formats.js'
 
 export { ITEM_FORMATS, FORMAT_NAMES, type FormatKey, formatByKey, formatByName } from './format-names.js'
 
-/** Every Feature of a page, parsed a chunk at a time; the summary goes to `done`. */
-async function * features (input: ItemsPage, done: (s: PageSummary) => void): AsyncGenerator<OutFeature[]> {
+/** A page's chunks of comma-joined Feature texts (featureChunks); the summary goes to `done`. */
+async function * chunksOf (input: ItemsPage, done: (s: PageSummary) => void): AsyncGenerator<string> {
   const chunks = featureChunks(input)
   let r = await chunks.next()
   while (r.done !== true) {
-    yield JSON.parse(`[${r.value}]`) as OutFeature[]
+    yield r.value
     r = await chunks.next()
   }
   done(r.value)
+}
+
+/** A chunk of comma-joined Feature texts, parsed. */
+export const parseChunk = (chunk: string): OutFeature[] => JSON.parse(`[${chunk}]`) as OutFeature[]
+
+async function * parsed (chunks: AsyncIterable<string>, counted?: (n: number) => void): AsyncGenerator<OutFeature[]> {
+  for await (const chunk of chunks) {
+    const batch = parseChunk(chunk)
+    counted?.(batch.length)
+    yield batch
+  }
 }
 
 /**
@@ -32,18 +44,31 @@ export function fileAxes (input: ItemsPage, key: string): ItemsPage {
   return { ...input, parsed: { ...input.parsed, output: { ...input.parsed.output, crs: { ...crs, northFirst: false } } } }
 }
 
-/** A text format's lines, as one string per chunk of Features. */
-async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<OutFeature[]>): AsyncGenerator<string> {
-  const csv = key === 'csv' ? new CsvWriter() : undefined
+/**
+ * A text format's lines, as one string per chunk of Feature texts; `counted` hears how many
+ * Features each chunk held.
+ */
+async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<string>, counted?: (n: number) => void): AsyncGenerator<string> {
+  if (key !== 'csv') {
+    for await (const chunk of source) {
+      const { text, count } = seqRecords(chunk, key === 'geojsonseq')
+      counted?.(count)
+      yield text
+    }
+    return
+  }
+  const csv = new CsvWriter()
   let first = true
-  for await (const batch of source) {
+  for await (const chunk of source) {
+    const batch = parseChunk(chunk)
+    counted?.(batch.length)
     let text = ''
-    if (csv !== undefined && first) text += csv.header(batch[0])
+    if (first) text += csv.header(batch[0])
     first = false
-    for (const f of batch) text += csv !== undefined ? csv.row(f) : seqRecord(f, key === 'geojsonseq')
+    for (const f of batch) text += csv.row(f)
     yield text
   }
-  if (csv !== undefined && first) yield csv.header(undefined)
+  if (first) yield csv.header(undefined)
 }
 
 /** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
@@ -58,16 +83,20 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
   return writer.finish()
 }
 
-/** The lines of a text format for Features from anywhere (the CLI's export). */
+/** The lines of a text format for chunks of Feature texts from anywhere (the CLI's export). */
 export const formatLines = textLines
+
+/** FlatGeobuf for chunks of Feature texts from anywhere (the CLI's export); `counted` as textLines'. */
+export const flatGeobufOfChunks = async (chunks: AsyncIterable<string>, srid?: number, counted?: (n: number) => void): Promise<AsyncGenerator<Uint8Array>> =>
+  await flatGeobuf(parsed(chunks, counted), srid)
 
 /** One page of items in a format other than GeoJSON and HTML, with its next link when known. */
 export async function formattedItems (input: ItemsPage, key: 'geojsonseq' | 'ndjson' | 'csv' | 'fgb'): Promise<{ body: Buffer | Readable, next?: URL }> {
   let summary: PageSummary | undefined
   const page = fileAxes(input, key)
-  const source = features(page, (s) => { summary = s })
+  const source = chunksOf(page, (s) => { summary = s })
   if (key === 'fgb') {
-    const parts = await flatGeobuf(source, input.parsed.output.crs?.srid)
+    const parts = await flatGeobuf(parsed(source), input.parsed.output.crs?.srid)
     return { body: Readable.from(parts, { objectMode: false }), next: summary === undefined ? undefined : nextLink(input, summary) }
   }
   const lines = textLines(key, source)
