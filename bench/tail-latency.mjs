@@ -68,9 +68,10 @@ const pgbenchBin = join(execFileSync('pg_config', ['--bindir'], { encoding: 'utf
 // PostgreSQL paced: the same statements at the service's paced rate (pgbench -R), either a
 // transaction a POST from CONNECTIONS clients (as a handler without batching would send them) or
 // `batch` POSTs a statement from DB_WRITES_IN_FLIGHT's 2 clients at rate / batch (as the service's
-// batcher sends them under load; db/batcher.ts). A latency here counts from the transaction's
-// scheduled start (pgbench's time plus its schedule lag), as the service's paced latencies count
-// from the request's; a batched POST also waits for its batch to form, which this leaves out.
+// batcher sends them under load; db/batcher.ts). Under -R pgbench's logged time already counts
+// from the transaction's scheduled start (its schedule lag included), as the service's paced
+// latencies count from the request's due time (bench/load.mjs); a batched POST also waits for its
+// batch to form, which this leaves out.
 function pgbenchAlone (script, duration, { rate, batch = 1 } = {}) {
   const dir = tempDir('bench-tail-pgbench-')
   writeFileSync(join(dir, 'script.sql'), script)
@@ -80,7 +81,7 @@ function pgbenchAlone (script, duration, { rate, batch = 1 } = {}) {
   for (const f of readdirSync(dir).filter((n) => n.startsWith('pb'))) {
     for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
       const c = line.split(' ')
-      if (c.length >= 6) ms.push((Number(c[2]) + Number(c[6] ?? 0)) / 1000)
+      if (c.length >= 6) ms.push(Number(c[2]) / 1000)
     }
   }
   ms.sort((a, b) => a - b)

@@ -134,6 +134,31 @@ t.test('read back by GDAL', { skip: hasGdal ? false : 'gdal-bin is not installed
   t.match(spat.stdout, /feature_id \(String\) = a-8/)
 })
 
+t.test('GeoJSONSeq and NDJSON records are the GeoJSON page\'s Features, whatever the attributes hold', async (t) => {
+  // The sequences pass PostgreSQL's Feature texts through, split at their top-level commas
+  // (seqRecords): attributes full of commas, quotes, brackets, backslashes and line breaks, and
+  // arrays of objects, must not move a split (`closers` and `escaped` would close the Feature
+  // early for a scan that did not skip strings, or their escaped quotes, wherever the Feature is
+  // in the page). Another organisation's, so the counts above hold.
+  const editorC = await session(ctx, 'editor', 'org-c')
+  const hostile = { ...feature('c-0', { coordinates: box(40, 40) }), properties: {
+    start_at: '2024-01-01T00:00:00Z', end_at: '2024-12-31T00:00:00Z',
+    note: 'a,"b"},{"type":"Feature"\n\\\u001e é 😀', nested: [{ type: 'Feature', id: ',' }, [1, [2, { '}': '{' }]]], closers: '}},', escaped: 'q"}},', empty: {}, none: [], big: 1e21, negative: -0.5
+  } }
+  await seed(editorC.headers, [hostile, feature('c-1', { coordinates: box(41, 41) }), feature('c-2', { coordinates: box(42, 42) })])
+  const page = (await app.inject({ method: 'GET', url: '/collections/sources/items?limit=10', headers: editorC.headers })).json() as { features: unknown[] }
+  t.equal(page.features.length, 3)
+  const c0 = (page.features as Array<{ properties: Record<string, unknown> }>).find((f) => f.properties.feature_id === 'c-0')
+  t.same([c0?.properties.note, c0?.properties.nested, c0?.properties.closers, c0?.properties.escaped], [hostile.properties.note, hostile.properties.nested, hostile.properties.closers, hostile.properties.escaped], 'the attributes are kept as sent')
+  for (const [f, rs] of [['geojsonseq', true], ['ndjson', false]] as const) {
+    const body = (await app.inject({ method: 'GET', url: `/collections/sources/items?limit=10&f=${f}`, headers: editorC.headers })).body
+    const lines = body.split('\n')
+    t.equal(lines.pop(), '', `${f}: ends with a line feed`)
+    t.ok(lines.every((l) => l.startsWith('\u001e') === rs), `${f}: ${rs ? 'each record after RS' : 'no RS'}`)
+    t.same(lines.map((l) => JSON.parse(rs ? l.slice(1) : l) as unknown), page.features, `${f}: the same Features, one a record`)
+  }
+})
+
 t.test('an empty page in every format is still a file GDAL opens', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {
   for (const [f, ext] of [['fgb', 'fgb'], ['csv', 'csv']]) {
     const file = await download(`/collections/sources/items?f=${f}&feature_id=none`, `empty.${ext}`)
