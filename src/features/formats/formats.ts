@@ -1,9 +1,9 @@
 // The formats of the items, each with its f= names and media type, and a page of items in one
 // of them: GeoJSON is features.pager.ts's own; the others are made from the same Feature texts,
 // one chunk (one query) at a time, so they stream and page as GeoJSON does: the sequences pass
-// the texts through, CSV and FlatGeobuf parse them. A streamed
-// text page cannot know its next link before its headers are sent, so the next link (a Link
-// header) comes with pages of at most one query and with FlatGeobuf (made whole before sending).
+// the texts through, CSV and FlatGeobuf parse them. A streamed text page cannot know its next
+// link before its headers are sent, so the next link (a Link header) comes with pages of at most
+// one query and with FlatGeobuf (made whole before sending).
 import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { OutFeature } from './columns.js'
@@ -24,7 +24,7 @@ async function * chunksOf (input: ItemsPage, done: (s: PageSummary) => void): As
 }
 
 /** A chunk of comma-joined Feature texts, parsed. */
-export const parseChunk = (chunk: string): OutFeature[] => JSON.parse(`[${chunk}]`) as OutFeature[]
+const parseChunk = (chunk: string): OutFeature[] => JSON.parse(`[${chunk}]`) as OutFeature[]
 
 async function * parsed (chunks: AsyncIterable<string>, counted?: (n: number) => void): AsyncGenerator<OutFeature[]> {
   for await (const chunk of chunks) {
