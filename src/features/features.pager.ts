@@ -14,7 +14,7 @@ const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
 export interface ItemsPage {
-  store: Pick<SourceStore, 'list' | 'listFirst'>
+  store: Pick<SourceStore, 'list' | 'listFirst' | 'rangeBounds'>
   scope: Scope
   /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
   parsed: ParsedItems
@@ -25,7 +25,7 @@ export interface ItemsPage {
   /** ITEMS_ROWS_PER_QUERY and ITEMS_COUNT_MAX. */
   rowsPerQuery: number
   countMax: number
-  /** rowsPerQuery rows per query whatever their size (the CLI's export), not chunks sized by bytes. */
+  /** A bulk export (the CLI's): every match in id ranges of rowsPerQuery (rangeChunks), not chunks sized by bytes. */
   fixedChunks?: boolean
 }
 
@@ -69,46 +69,91 @@ export interface PageSummary {
  * it found is the generator's return value.
  */
 export async function * featureChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
+  if (input.fixedChunks === true) return yield * rangeChunks(input)
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, limit, output } = parsed
-  const chunked = streamed(input) && input.fixedChunks !== true
-  // A bulk export (fixed chunks) asks for the next chunk before the caller has encoded this one,
-  // so PostgreSQL makes one while Node encodes the other (a response's chunks wait for its socket).
-  const ahead = input.fixedChunks === true
+  const chunked = streamed(input)
   let after = parsed.after
   let returned = 0
   let bytes = 0
   let more = false
   let matched: number | undefined
-  const query = (): ReturnType<typeof store.list> => {
+  while (returned < limit) {
     const rowsForBytes = returned === 0 ? STREAM_FIRST_ROWS : Math.floor(STREAM_CHUNK_BYTES * returned / Math.max(bytes, 1))
     const want = Math.max(1, Math.min(chunked ? rowsForBytes : rowsPerQuery, rowsPerQuery, limit - returned))
     // numberMatched on a first page (no cursor: where GDAL and QGIS read it), counted up to
     // ITEMS_COUNT_MAX in the statement that reads the page; beyond, and on later pages, it
     // is left out (OGC allows that) rather than counting up to a million rows per page.
+    let page
     if (returned === 0 && after === undefined) {
-      return store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output }).then((r) => { matched = r.matched; return r.page })
+      const first = await store.listFirst({ scope, filter, page: { sort, limit: want }, cap: countMax, output })
+      matched = first.matched
+      page = first.page
+    } else {
+      page = await store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
     }
-    return store.list({ scope, filter, page: { sort, after, limit: want }, cap: countMax, output })
-  }
-  let pending = query()
-  while (returned < limit) {
-    const page = await pending
     returned += Number(page.returned)
     if (page.last_id !== null && page.last_sort_values !== null) after = { values: JSON.parse(page.last_sort_values) as SortValues, id: page.last_id }
     more = page.more
-    const next = more && returned < limit
-    if (page.features !== null) bytes += page.features.length
-    if (next && ahead) {
-      pending = query()
-      // Awaited on the next turn; if the caller stops first, its failure is no one's to report.
-      pending.catch(() => {})
+    if (page.features !== null) {
+      bytes += page.features.length
+      yield page.features
     }
-    if (page.features !== null) yield page.features
-    if (!next) break
-    if (!ahead) pending = query()
+    if (!more) break
   }
   return { returned, more, after, matched }
+}
+
+/** Id ranges a bulk export reads at once: its pool's two connections, one for each core PostgreSQL makes Features on. */
+const RANGES_IN_FLIGHT = 2
+
+/**
+ * Every match, in id order, as a bulk export reads them: the ids are cut first into ranges of
+ * rowsPerQuery matches (rangeBounds, one pass over the ids), then RANGES_IN_FLIGHT ranges are read
+ * at once, over as many connections, while Node encodes the one before. PostgreSQL's making of the
+ * Feature texts is an export's critical path (docs/performance.md); one connection used one of its
+ * cores. The ranges cover every id (the first from the start, the last to the end), so a source
+ * that exists throughout the export is in it once, as when one connection read on (each query
+ * sees what was committed when it started, and none was one snapshot). A range that has gained
+ * sources since it was cut is read in several queries.
+ */
+async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
+  const { store, scope, parsed, rowsPerQuery, countMax } = input
+  const { filter, sort, output } = parsed
+  if (parsed.after !== undefined) throw new RangeError('a bulk export starts at the first source')
+  const bounds = await store.rangeBounds({ scope, filter, page: { sort, limit: rowsPerQuery }, cap: countMax, output })
+  const readRange = async (from: string | undefined, until: string | undefined): Promise<{ texts: string[], returned: number }> => {
+    const texts: string[] = []
+    let returned = 0
+    let after = from === undefined ? undefined : { values: [], id: from }
+    for (;;) {
+      const page = await store.list({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
+      returned += Number(page.returned)
+      if (page.features !== null) texts.push(page.features)
+      if (!page.more || page.last_id === null) return { texts, returned }
+      after = { values: [], id: page.last_id }
+    }
+  }
+  const ranges = [...bounds, undefined].map((until, i) => ({ from: bounds[i - 1], until }))
+  const reading: Array<ReturnType<typeof readRange>> = []
+  let next = 0
+  const readNext = (): void => {
+    const range = ranges[next++]
+    if (range === undefined) return
+    const read = readRange(range.from, range.until)
+    // Awaited in its turn; if the caller stops first, its failure is no one's to report.
+    read.catch(() => {})
+    reading.push(read)
+  }
+  for (let i = 0; i < RANGES_IN_FLIGHT; i++) readNext()
+  let returned = 0
+  for (let read = reading.shift(); read !== undefined; read = reading.shift()) {
+    const { texts, returned: n } = await read
+    readNext()
+    returned += n
+    yield * texts
+  }
+  return { returned, more: false }
 }
 
 /** The next page's URL, when there is one. */

@@ -44,6 +44,8 @@ export interface ListPage {
   sort: SortKey[]
   /** The sort values (all keys but id) and id of the last row already seen. */
   after?: { values: SortValues, id: string }
+  /** The id of the last source the page may hold: a range of a bulk export (rangeBounds), in an order by id alone. */
+  until?: string
   limit: number
 }
 
@@ -200,6 +202,7 @@ export function listPageQuery (db: Db, { scope, filter, page, output }: ListInpu
   let ids = filtered(db, scope, filter).select(['id', ...sortColumns(page)])
   const after = page.after
   if (after !== undefined) ids = ids.where(afterPosition(page, after))
+  if (page.until !== undefined) ids = ids.where('id', '<=', byIdOnly(page).until)
   // The constant bound lets the generic plan of this prepared statement know that the page is
   // small (the limit is a parameter it cannot see): without it, it joins the page to `sources`
   // by a hash over a sequential scan of the whole table.
@@ -210,6 +213,23 @@ export function listPageQuery (db: Db, { scope, filter, page, output }: ListInpu
   const bounded = ids.orderBy(rowOrder(page)).limit(sql.lit(PAGE_ROWS_MAX))
   const chosen = sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})`
   return compilable(db, aggregatedPage(pageSources(chosen, page), page, output))
+}
+
+/** The page, checked to be in ascending id order alone: the only order an id range bounds. */
+function byIdOnly (page: ListPage): ListPage & { until: string } {
+  const [key, ...more] = page.sort
+  if (page.until === undefined || more.length > 0 || key?.field !== 'id' || key.descending) throw new RangeError('an id range bounds a page in ascending id order only')
+  return page as ListPage & { until: string }
+}
+
+/**
+ * Every `page.limit`-th matching id in id order: the ends of ranges of at most that many
+ * sources, which a bulk export reads over several connections at once (features.pager.ts
+ * rangeChunks). One index-ordered pass over the matches' ids; no Feature is made.
+ */
+export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
+  const numbered = filtered(db, scope, filter).select(['id', sql<string>`row_number() OVER (ORDER BY id)`.as('n')])
+  return compilable(db, sql<{ id: string }>`SELECT id FROM (${numbered}) AS numbered WHERE n % ${page.limit}::int8 = 0 ORDER BY id`)
 }
 
 /** No page reads more rows than this: a limit of at most 10,000 (MAX_LIMIT), and one more. */
@@ -279,6 +299,11 @@ export async function listFirstSources (run: RunListing, input: ListInput): Prom
   const { matched, ...page } = (await run(countedPageQuery, input))[0] as ListedPage & { matched: string }
   if (Number(matched) > cap) return { page: await listSources(run, input), matched: undefined }
   return { page, matched: Number(matched) }
+}
+
+/** The ends of a bulk export's ranges (rangeBoundsQuery). */
+export async function rangeBounds (run: RunListing, input: ListInput): Promise<string[]> {
+  return (await run(rangeBoundsQuery, input)).map((r) => r.id)
 }
 
 export interface SourcesExtent { bbox: [number, number, number, number] | null, interval: [string | null, string | null] }
