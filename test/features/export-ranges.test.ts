@@ -33,7 +33,7 @@ await insert([idOf(5, 'src_other')], 'org-b')
 async function exported (store: ReturnType<typeof sourceStore>, name: string, filter?: string): Promise<string[]> {
   const to = join(dir, name)
   const count = await exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, filter, catalogue, rowsPerQuery: 7 }, () => ({ done: () => {} }))
-  const ids = (await readFile(to, 'utf8')).split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l.replace(/^\x1e/, '')) as { id: string }).id)
+  const ids = (await readFile(to, 'utf8')).split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l.startsWith('\u001e') ? l.slice(1) : l) as { id: string }).id)
   t.equal(count, ids.length, `${name}: the count returned is the file's`)
   return ids
 }
