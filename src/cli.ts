@@ -24,14 +24,23 @@ import { attributeSchemaStore } from './sources/attribute-schemas.store.js'
 import { crsCatalogue } from './sources/crs.js'
 import { EXPORT_FORMATS, type ExportFormat, exportSources, importSources } from './features/bulk.js'
 
+/** The bars drawing on the terminal: each redraws on a timer, which keeps the process alive until stopped (stopBars). */
+const bars = new Set<SingleBar>()
+
+/** Stops the progress bars (their last line stays), before the command's own output and before exit. */
+function stopBars (): void {
+  for (const bar of bars) bar.stop()
+  bars.clear()
+}
+
 /** A progress line on standard error when it is a terminal (cli-progress), a count every 10 s otherwise. */
 function progressBar (what: string) {
   return (total: number | undefined) => {
     if (process.stderr.isTTY) {
-      const bar = new SingleBar({ format: `{value}${total !== undefined ? '/{total}' : ''} ${what} | {speed}/s`, stream: process.stderr, noTTYOutput: false }, Presets.shades_classic)
+      const bar = new SingleBar({ format: total !== undefined ? `{bar} {percentage}% | {value}/{total} ${what} | {speed}/s | ETA {eta_formatted}` : `{value} ${what} | {speed}/s`, stream: process.stderr, noTTYOutput: false }, Presets.shades_classic)
       const start = Date.now()
       bar.start(total ?? 0, 0, { speed: 0 })
-      process.once('beforeExit', () => bar.stop())
+      bars.add(bar)
       return { total, done: (n: number) => bar.update(n, { speed: Math.round(n * 1000 / Math.max(1, Date.now() - start)) }) }
     }
     let last = Date.now()
@@ -166,6 +175,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
     const to = need(values.to, '--to')
     const store = sourceStore(await conn.get())
     const count = await exportSources(store, org === 'all' ? 'all' : { organisation: org }, { format: format as ExportFormat, to, filter: values.filter, crs: values.crs, catalogue: crsCatalogue(conn.config.CRS_EPSG.split(',').map(Number)) }, progressBar('exported'))
+    stopBars()
     out(`exported ${count} source${count === 1 ? '' : 's'} to ${to}`)
     return
   }
@@ -185,6 +195,7 @@ async function run (conn: Connection, argv: string[]): Promise<void> {
         for (; shown < r.refused.length; shown++) { const x = r.refused[shown]!; err(`refused feature ${x.index}${x.feature_id !== undefined ? ` (${x.feature_id})` : ''}: ${x.reason}`) }
       }
     })
+    stopBars()
     out(`imported ${report.stored}, already stored ${report.already}, refused ${report.refused.length}${report.skipped > 0 ? `, ${report.skipped} settled by an earlier run` : ''}`)
     if (report.refused.length > 0) exitCode = 3
     return
@@ -270,6 +281,7 @@ async function main (): Promise<number> {
     err(`error: ${rule?.message ?? (e as Error).message}${hint !== undefined ? ` (${hint})` : ''}`)
     return usage ? 2 : 1
   } finally {
+    stopBars()
     await conn.close()
   }
 }

@@ -41,8 +41,10 @@ export async function exportSources (
   if (details.length > 0) throw new Error(details.map((d) => `${d.pointer}: ${d.message}`).join('; '))
   parsed.limit = Number.MAX_SAFE_INTEGER
   const rowsPerQuery = options.rowsPerQuery ?? 2000
-  const page = fileAxes({ store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true }, options.format)
   let bar: Progress | undefined
+  // The bar's total: the sources matching when the export began (one created meanwhile may add to the count).
+  const matching = (matched: number): void => { bar ??= progress(matched) }
+  const page = fileAxes({ store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true, matching }, options.format)
   let count = 0
   const counted = (n: number): void => {
     bar ??= progress(undefined)

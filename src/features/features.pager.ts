@@ -27,6 +27,8 @@ export interface ItemsPage {
   countMax: number
   /** A bulk export (the CLI's): every match in id ranges of rowsPerQuery (rangeChunks), not chunks sized by bytes. */
   fixedChunks?: boolean
+  /** A bulk export's: told how many sources match, before the first chunk. */
+  matching?: (matched: number) => void
 }
 
 /**
@@ -121,7 +123,8 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, output } = parsed
   if (parsed.after !== undefined) throw new RangeError('a bulk export starts at the first source')
-  const bounds = await store.rangeBounds({ scope, filter, page: { sort, limit: rowsPerQuery }, cap: countMax, output })
+  const { bounds, matched } = await store.rangeBounds({ scope, filter, page: { sort, limit: rowsPerQuery }, cap: countMax, output })
+  input.matching?.(matched)
   const readRange = async (from: string | undefined, until: string | undefined): Promise<{ texts: string[], returned: number }> => {
     const texts: string[] = []
     let returned = 0
@@ -153,7 +156,7 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
     returned += n
     yield * texts
   }
-  return { returned, more: false }
+  return { returned, more: false, matched }
 }
 
 /** The next page's URL, when there is one. */

@@ -223,13 +223,15 @@ function byIdOnly (page: ListPage): ListPage & { until: string } {
 }
 
 /**
- * Every `page.limit`-th matching id in id order: the ends of ranges of at most that many
- * sources, which a bulk export reads over several connections at once (features.pager.ts
- * rangeChunks). One index-ordered pass over the matches' ids; no Feature is made.
+ * Every `page.limit`-th matching id in id order (the ends of ranges of at most that many
+ * sources, which a bulk export reads over several connections at once: features.pager.ts
+ * rangeChunks), and how many match. One index-ordered pass over the matches' ids; no Feature is
+ * made.
  */
 export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
   const numbered = filtered(db, scope, filter).select(['id', sql<string>`row_number() OVER (ORDER BY id)`.as('n')])
-  return compilable(db, sql<{ id: string }>`SELECT id FROM (${numbered}) AS numbered WHERE n % ${page.limit}::int8 = 0 ORDER BY id`)
+  return compilable(db, sql<{ bounds: string[] | null, matched: string }>`SELECT array_agg(id ORDER BY id) FILTER (WHERE n % ${page.limit}::int8 = 0) AS bounds, count(*) AS matched
+    FROM (${numbered}) AS numbered`)
 }
 
 /** No page reads more rows than this: a limit of at most 10,000 (MAX_LIMIT), and one more. */
@@ -301,9 +303,10 @@ export async function listFirstSources (run: RunListing, input: ListInput): Prom
   return { page, matched: Number(matched) }
 }
 
-/** The ends of a bulk export's ranges (rangeBoundsQuery). */
-export async function rangeBounds (run: RunListing, input: ListInput): Promise<string[]> {
-  return (await run(rangeBoundsQuery, input)).map((r) => r.id)
+/** The ends of a bulk export's ranges, and how many sources match (rangeBoundsQuery). */
+export async function rangeBounds (run: RunListing, input: ListInput): Promise<{ bounds: string[], matched: number }> {
+  const row = (await run(rangeBoundsQuery, input))[0]
+  return { bounds: row?.bounds ?? [], matched: Number(row?.matched ?? 0) }
 }
 
 export interface SourcesExtent { bbox: [number, number, number, number] | null, interval: [string | null, string | null] }

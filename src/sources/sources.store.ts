@@ -53,8 +53,8 @@ export interface SourceStore {
   list: (input: ListInput) => Promise<ListedPage>
   /** A first page and numberMatched (listFirstSources). */
   listFirst: (input: ListInput) => Promise<{ page: ListedPage, matched: number | undefined }>
-  /** The ends of id ranges of at most input.page.limit matching sources (rangeBounds). */
-  rangeBounds: (input: ListInput) => Promise<string[]>
+  /** The ends of id ranges of at most input.page.limit matching sources, and how many match (rangeBounds). */
+  rangeBounds: (input: ListInput) => Promise<{ bounds: string[], matched: number }>
   /** The bounding box and time span of the sources in a scope. */
   extent: (scope: Scope) => Promise<SourcesExtent>
   /** Why each WKT geometry of a filter is invalid, or null where it is valid (geometryProblems). */

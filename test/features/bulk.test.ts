@@ -94,3 +94,19 @@ t.test('export FlatGeobuf and GeoJSONSeq; GDAL reads them; org-b imports them: t
   t.match(i.stdout, `imported ${N - 3}, already stored 0, refused 0`)
   t.same(await orgRows('org-b'), await orgRows('org-a'), 'the same feature ids, periods and geometries')
 })
+
+// In a terminal the progress bars redraw on a timer, which kept the CLI running after its last
+// line until they were stopped: an export or import in a terminal never returned.
+t.test('in a terminal: export and import draw their bars, with the total when known, and exit', async (t) => {
+  if (spawnSync('script', ['--version']).status !== 0) return t.skip('no script(1) to give the CLI a terminal')
+  const inTerminal = (args: string[]) => spawnSync('script', ['-qec', [process.execPath, 'dist/cli.js', ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' '), '/dev/null'], { encoding: 'utf8', env, timeout: 60_000 })
+  const seq = join(dir, 'terminal.geojsons')
+  const e = inTerminal(['export', '--org', 'org-a', '--format', 'geojsonseq', '--to', seq, '--filter', "feature_id LIKE 'f-1%'"])
+  t.equal(e.status, 0, `exited (status ${String(e.status)}, signal ${String(e.signal)})`, { output: e.stdout })
+  t.match(e.stdout, /100% \| 110\/110 exported/, 'the bar counts up to the number of matches')
+  t.match(e.stdout, /exported 110 sources/)
+  const i = inTerminal(['import', '--as', a.email, '--from', seq])
+  t.equal(i.status, 0, `exited (status ${String(i.status)}, signal ${String(i.signal)})`, { output: i.stdout })
+  t.match(i.stdout, /110 read/, 'the bar counts what it read')
+  t.match(i.stdout, /imported 0, already stored 110, refused 0/)
+})

@@ -30,22 +30,26 @@ await insert(stored)
 await insert([idOf(5, 'src_other')], 'org-b')
 
 /** The ids of an export's GeoJSONSeq, in the file's order. */
-async function exported (store: ReturnType<typeof sourceStore>, name: string, filter?: string): Promise<string[]> {
+async function exported (store: ReturnType<typeof sourceStore>, name: string, filter?: string): Promise<{ ids: string[], total: number | undefined }> {
   const to = join(dir, name)
-  const count = await exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, filter, catalogue, rowsPerQuery: 7 }, () => ({ done: () => {} }))
+  const totals: Array<number | undefined> = []
+  const count = await exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, filter, catalogue, rowsPerQuery: 7 }, (total) => { totals.push(total); return { done: () => {} } })
+  t.equal(totals.length, 1, `${name}: one progress bar`)
   const ids = (await readFile(to, 'utf8')).split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l.startsWith('\u001e') ? l.slice(1) : l) as { id: string }).id)
   t.equal(count, ids.length, `${name}: the count returned is the file's`)
-  return ids
+  return { ids, total: totals[0] }
 }
 
 t.test('ranges of 7: every source once, in id order', async (t) => {
   const store = sourceStore(db)
   const bounds = await store.rangeBounds({ scope: { organisation: 'org-a' }, filter: {}, page: { sort: [{ field: 'id', descending: false }], limit: 7 }, cap: 1e9 })
-  t.same(bounds, stored.filter((_, i) => (i + 1) % 7 === 0), 'every 7th id ends a range')
-  t.same(await exported(store, 'all.geojsons'), stored)
+  t.same(bounds, { bounds: stored.filter((_, i) => (i + 1) % 7 === 0), matched: 60 }, 'every 7th id ends a range; 60 match')
+  const none = await store.rangeBounds({ scope: { organisation: 'org-z' }, filter: {}, page: { sort: [{ field: 'id', descending: false }], limit: 7 }, cap: 1e9 })
+  t.same(none, { bounds: [], matched: 0 }, 'none match: no bounds')
+  t.same(await exported(store, 'all.geojsons'), { ids: stored, total: 60 }, 'the progress bar\'s total is the count')
   const expected = (await sql<{ id: string }>`SELECT id FROM sources WHERE organisation = 'org-a' AND feature_id LIKE '%1__' ORDER BY id`.execute(db)).rows.map((r) => r.id)
   t.ok(expected.length > 7 && expected.length < stored.length, 'the filter keeps more than one range of sources')
-  t.same(await exported(store, 'filtered.geojsons', "feature_id LIKE '%1__'"), expected, 'with a filter: its matches, once each, in order')
+  t.same(await exported(store, 'filtered.geojsons', "feature_id LIKE '%1__'"), { ids: expected, total: expected.length }, 'with a filter: its matches, once each, in order')
 })
 
 t.test('a range that gains sources after it was cut is read whole', async (t) => {
@@ -59,5 +63,5 @@ t.test('a range that gains sources after it was cut is read whole', async (t) =>
       return bounds
     }
   }
-  t.same(await exported(store, 'grown.geojsons'), [...stored, ...added].sort(), 'the first and the last range, 9 more each: none lost, none twice')
+  t.same(await exported(store, 'grown.geojsons'), { ids: [...stored, ...added].sort(), total: 60 }, 'the first and the last range, 9 more each: none lost, none twice (the total: those when it began)')
 })
