@@ -273,6 +273,7 @@ async function main (): Promise<number> {
     await run(conn, argv)
     return exitCode
   } catch (e) {
+    stopBars()
     // A named constraint of sql/ says what was wrong, in the words the API uses (db/errors.ts).
     const db = classifyDbError(e)
     const rule = db?.kind === 'constraint' ? db.rule : undefined
@@ -281,7 +282,6 @@ async function main (): Promise<number> {
     err(`error: ${rule?.message ?? (e as Error).message}${hint !== undefined ? ` (${hint})` : ''}`)
     return usage ? 2 : 1
   } finally {
-    stopBars()
     await conn.close()
   }
 }

@@ -1,6 +1,6 @@
 // Bulk out and in, for the CLI's export and import. Export reads an organisation's sources (a
-// CQL2 filter as on the items) in keyset chunks, as the items are read, into GeoJSONSeq or
-// FlatGeobuf. Import streams a GeoJSONSeq/NDJSON or FlatGeobuf file in batches through
+// CQL2 filter as on the items) in id ranges, two at a time (features.pager.ts rangeChunks),
+// into GeoJSONSeq, NDJSON, CSV or FlatGeobuf. Import streams a GeoJSONSeq/NDJSON or FlatGeobuf file in batches through
 // createSources (the POST rules, unchanged), keeps what a client may send (the client's feature
 // id, start_at, end_at, the attributes, the geometry; POST ignores the service's own properties),
 // so an export imports again, and reports each
@@ -43,7 +43,7 @@ export async function exportSources (
   const rowsPerQuery = options.rowsPerQuery ?? 2000
   let bar: Progress | undefined
   // The bar's total: the sources matching when the export began (one created meanwhile may add to the count).
-  const matching = (matched: number): void => { bar ??= progress(matched) }
+  const matching = (matched: number | undefined): void => { bar ??= progress(matched) }
   const page = fileAxes({ store, scope, parsed, self: new URL('http://export/'), digest: () => '', rowsPerQuery, countMax: 100_000_000, fixedChunks: true, matching }, options.format)
   let count = 0
   const counted = (n: number): void => {
@@ -54,7 +54,15 @@ export async function exportSources (
 
   const tmp = `${options.to}.partial`
   const out = createWriteStream(tmp)
-  const write = async (chunk: string | Uint8Array): Promise<void> => { if (!out.write(chunk)) await once(out, 'drain') }
+  // The file's own failure (a full disk) fails the export at its next write or at the end; one
+  // that comes after the export failed otherwise (writes still queued when it is destroyed) is
+  // that failure's, not another.
+  let failed: Error | undefined
+  out.on('error', (e) => { failed ??= e })
+  const write = async (chunk: string | Uint8Array): Promise<void> => {
+    if (failed !== undefined) throw failed
+    if (!out.write(chunk)) await once(out, 'drain')
+  }
   try {
     if (options.format === 'fgb') {
       for await (const chunk of await flatGeobufOfChunks(featureChunks(page), parsed.output.crs?.srid, counted)) await write(chunk)
@@ -63,6 +71,7 @@ export async function exportSources (
     }
     out.end()
     await once(out, 'close')
+    if (failed !== undefined) throw failed
     await rename(tmp, options.to)
   } catch (e) {
     out.destroy()

@@ -14,7 +14,7 @@ const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
 export interface ItemsPage {
-  store: Pick<SourceStore, 'list' | 'listFirst' | 'rangeBounds'>
+  store: Pick<SourceStore, 'list' | 'listFirst' | 'rangeBounds' | 'count'>
   scope: Scope
   /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
   parsed: ParsedItems
@@ -27,8 +27,8 @@ export interface ItemsPage {
   countMax: number
   /** A bulk export (the CLI's): every match in id ranges of rowsPerQuery (rangeChunks), not chunks sized by bytes. */
   fixedChunks?: boolean
-  /** A bulk export's: told how many sources match, before the first chunk. */
-  matching?: (matched: number) => void
+  /** A bulk export's: told how many sources match (undefined: more than countMax), before the first chunk. */
+  matching?: (matched: number | undefined) => void
 }
 
 /**
@@ -110,22 +110,35 @@ export async function * featureChunks (input: ItemsPage): AsyncGenerator<string,
 const RANGES_IN_FLIGHT = 2
 
 /**
- * Every match, in id order, as a bulk export reads them: the ids are cut first into ranges of
- * rowsPerQuery matches (rangeBounds, one pass over the ids), then RANGES_IN_FLIGHT ranges are read
- * at once, over as many connections, while Node encodes the one before. PostgreSQL's making of the
- * Feature texts is an export's critical path (docs/performance.md); one connection used one of its
- * cores. The ranges cover every id (the first from the start, the last to the end), so a source
- * that exists throughout the export is in it once, as when one connection read on (each query
- * sees what was committed when it started, and none was one snapshot). A range that has gained
- * sources since it was cut is read in several queries.
+ * Every match, in id order, as a bulk export reads them: the ids are cut into ranges of
+ * rowsPerQuery matches (rangeBounds, RANGES_PER_CUT ranges a statement, cut as the export goes),
+ * and RANGES_IN_FLIGHT ranges are read at once, over as many connections, while Node encodes the
+ * one before. PostgreSQL's making of the Feature texts is an export's critical path
+ * (docs/performance.md): one connection used one of its cores. (The embedded database runs one
+ * statement at a time: there the reads queue.) The ranges cover every id after the first cut's
+ * start (the last runs to the end), so a source that exists throughout the export is in it once,
+ * as when one connection read on; each query sees what was committed when it began, and none is
+ * one snapshot. A range that gained sources after it was cut is read in several queries.
  */
 async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, output } = parsed
-  if (parsed.after !== undefined) throw new RangeError('a bulk export starts at the first source')
-  const { bounds, matched } = await store.rangeBounds({ scope, filter, page: { sort, limit: rowsPerQuery }, cap: countMax, output })
+  const [key, ...more] = sort
+  if (parsed.after !== undefined || more.length > 0 || key?.field !== 'id' || key.descending) throw new RangeError('a bulk export reads every match in ascending id order')
+  const matched = await store.count({ scope, filter, page: { sort, limit: rowsPerQuery }, cap: countMax, output })
   input.matching?.(matched)
-  const readRange = async (from: string | undefined, until: string | undefined): Promise<{ texts: string[], returned: number }> => {
+  // The ranges cut so far ({ from, until }: after from, up to until; the last, to the end).
+  const ranges: Array<{ from?: string, until?: string }> = []
+  let cutAll = false
+  const cutMore = async (): Promise<void> => {
+    const from = ranges.at(-1)?.until
+    const cut = await store.rangeBounds({ scope, filter, page: { sort, after: from === undefined ? undefined : { values: [], id: from }, limit: rowsPerQuery }, cap: countMax, output })
+    let at = from
+    for (const until of cut.bounds) { ranges.push({ from: at, until }); at = until }
+    if (!cut.more) { ranges.push({ from: at }); cutAll = true }
+  }
+  let stopped = false
+  const readRange = async ({ from, until }: { from?: string, until?: string }): Promise<{ texts: string[], returned: number }> => {
     const texts: string[] = []
     let returned = 0
     let after = from === undefined ? undefined : { values: [], id: from }
@@ -133,28 +146,34 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
       const page = await store.list({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
       returned += Number(page.returned)
       if (page.features !== null) texts.push(page.features)
-      if (!page.more || page.last_id === null) return { texts, returned }
+      if (!page.more || page.last_id === null || stopped) return { texts, returned }
       after = { values: [], id: page.last_id }
     }
   }
-  const ranges = [...bounds, undefined].map((until, i) => ({ from: bounds[i - 1], until }))
   const reading: Array<ReturnType<typeof readRange>> = []
   let next = 0
-  const readNext = (): void => {
-    const range = ranges[next++]
+  const readNext = async (): Promise<void> => {
+    if (next === ranges.length && !cutAll) await cutMore()
+    const range = ranges[next]
     if (range === undefined) return
-    const read = readRange(range.from, range.until)
+    next++
+    const read = readRange(range)
     // Awaited in its turn; if the caller stops first, its failure is no one's to report.
     read.catch(() => {})
     reading.push(read)
   }
-  for (let i = 0; i < RANGES_IN_FLIGHT; i++) readNext()
   let returned = 0
-  for (let read = reading.shift(); read !== undefined; read = reading.shift()) {
-    const { texts, returned: n } = await read
-    readNext()
-    returned += n
-    yield * texts
+  try {
+    for (let i = 0; i < RANGES_IN_FLIGHT; i++) await readNext()
+    for (let read = reading.shift(); read !== undefined; read = reading.shift()) {
+      const { texts, returned: n } = await read
+      await readNext()
+      returned += n
+      yield * texts
+    }
+  } finally {
+    // The caller stopped (its write failed) or a read failed: no range goes on to another query.
+    stopped = true
   }
   return { returned, more: false, matched }
 }

@@ -222,16 +222,22 @@ function byIdOnly (page: ListPage): ListPage & { until: string } {
   return page as ListPage & { until: string }
 }
 
+/** How many ranges one rangeBoundsQuery cuts: at most this many times page.limit ids per statement. */
+export const RANGES_PER_CUT = 500
+
 /**
- * Every `page.limit`-th matching id in id order (the ends of ranges of at most that many
- * sources, which a bulk export reads over several connections at once: features.pager.ts
- * rangeChunks), and how many match. One index-ordered pass over the matches' ids; no Feature is
- * made.
+ * The ends of the next RANGES_PER_CUT ranges of page.limit matching sources after page.after's
+ * id, in id order: every page.limit-th id of the next RANGES_PER_CUT × page.limit matches, and how
+ * many of those there were (fewer: the matches end there). A bulk export reads the ranges over
+ * several connections at once (features.pager.ts rangeChunks). No Feature is made, and each
+ * statement reads a bounded number of ids, however many match.
  */
 export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
-  const numbered = filtered(db, scope, filter).select(['id', sql<string>`row_number() OVER (ORDER BY id)`.as('n')])
-  return compilable(db, sql<{ bounds: string[] | null, matched: string }>`SELECT array_agg(id ORDER BY id) FILTER (WHERE n % ${page.limit}::int8 = 0) AS bounds, count(*) AS matched
-    FROM (${numbered}) AS numbered`)
+  let ids = filtered(db, scope, filter).select('id')
+  if (page.after !== undefined) ids = ids.where('id', '>', page.after.id)
+  const cut = ids.orderBy('id').limit(sql<number>`${page.limit}::int8 * ${sql.lit(RANGES_PER_CUT)}`)
+  return compilable(db, sql<{ bounds: string[] | null, cut: string }>`SELECT array_agg(id ORDER BY id) FILTER (WHERE n % ${page.limit}::int8 = 0) AS bounds, count(*) AS cut
+    FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM (${cut}) AS cut) AS numbered`)
 }
 
 /** No page reads more rows than this: a limit of at most 10,000 (MAX_LIMIT), and one more. */
@@ -303,10 +309,16 @@ export async function listFirstSources (run: RunListing, input: ListInput): Prom
   return { page, matched: Number(matched) }
 }
 
-/** The ends of a bulk export's ranges, and how many sources match (rangeBoundsQuery). */
-export async function rangeBounds (run: RunListing, input: ListInput): Promise<{ bounds: string[], matched: number }> {
+/** The ends of a bulk export's next ranges, and whether matches go on after the last of them (rangeBoundsQuery). */
+export async function rangeBounds (run: RunListing, input: ListInput): Promise<{ bounds: string[], more: boolean }> {
   const row = (await run(rangeBoundsQuery, input))[0]
-  return { bounds: row?.bounds ?? [], matched: Number(row?.matched ?? 0) }
+  return { bounds: row?.bounds ?? [], more: Number(row?.cut ?? 0) === input.page.limit * RANGES_PER_CUT }
+}
+
+/** The number of matching sources, undefined beyond `cap` (countQuery). */
+export async function countSources (run: RunListing, input: ListInput): Promise<number | undefined> {
+  const n = Number((await run(countQuery, input))[0]?.n)
+  return n > input.cap ? undefined : n
 }
 
 export interface SourcesExtent { bbox: [number, number, number, number] | null, interval: [string | null, string | null] }

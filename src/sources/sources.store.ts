@@ -14,7 +14,7 @@ import {
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, listFirstSources, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, countSources, listFirstSources, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -53,8 +53,10 @@ export interface SourceStore {
   list: (input: ListInput) => Promise<ListedPage>
   /** A first page and numberMatched (listFirstSources). */
   listFirst: (input: ListInput) => Promise<{ page: ListedPage, matched: number | undefined }>
-  /** The ends of id ranges of at most input.page.limit matching sources, and how many match (rangeBounds). */
-  rangeBounds: (input: ListInput) => Promise<{ bounds: string[], matched: number }>
+  /** The ends of the next id ranges of input.page.limit matching sources, and whether more follow (rangeBounds). */
+  rangeBounds: (input: ListInput) => Promise<{ bounds: string[], more: boolean }>
+  /** How many sources match, undefined beyond input.cap (countSources). */
+  count: (input: ListInput) => Promise<number | undefined>
   /** The bounding box and time span of the sources in a scope. */
   extent: (scope: Scope) => Promise<SourcesExtent>
   /** Why each WKT geometry of a filter is invalid, or null where it is valid (geometryProblems). */
@@ -187,6 +189,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     list: (input) => listSources(run, input),
     listFirst: (input) => listFirstSources(run, input),
     rangeBounds: (input) => rangeBounds(run, input),
+    count: (input) => countSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)
   }

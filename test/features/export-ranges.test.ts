@@ -1,16 +1,20 @@
 // A bulk export reads its sources in id ranges, two at a time (features.pager.ts rangeChunks).
-// Here ranges of 7 over 60 sources: every source once and in id order, with a filter too; a
-// range that gains sources after the ranges were cut (inserted between rangeBounds and the
-// reads, with ids inside the first and the last range) is read whole, over several queries.
-import t from 'tap'
+// Here ranges of 7 over 60 sources: every source once and in id order, with a filter too, the
+// progress bar's total; two reads at once on a server; a range that gains sources after the
+// ranges were cut (inserted between the cut and the reads, with ids inside the first and the
+// last range) is read whole, over several queries; ranges of 1 over 1,100 sources, cut in three
+// statements (RANGES_PER_CUT); a failed read fails the export and leaves no file.
+import t, { type Test } from 'tap'
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
 import { exportSources } from '../../src/features/bulk.js'
 import { crsCatalogue } from '../../src/sources/crs.js'
+import { RANGES_PER_CUT } from '../../src/sources/sources.listing.js'
 import { sourceStore } from '../../src/sources/sources.store.js'
-import { addAccount, createDatabase, targetConfig, tempDir } from '../helper.js'
+import { addAccount, backend, createDatabase, targetConfig, tempDir } from '../helper.js'
 
 const target = await createDatabase(t)
 const { db } = await openDatabase(targetConfig(target), { poolMax: 2 })
@@ -18,6 +22,7 @@ t.teardown(() => db.destroy())
 const editor = await addAccount(db, { role: 'editor', organisation: 'org-a' })
 const dir = await tempDir(t, 'sr-ranges-')
 const catalogue = crsCatalogue([28992])
+type Store = ReturnType<typeof sourceStore>
 
 const insert = async (ids: string[], org = 'org-a'): Promise<void> => {
   await sql`INSERT INTO sources (id, feature_id, organisation, created_by, geom, period)
@@ -29,39 +34,85 @@ const stored = Array.from({ length: 60 }, (_, i) => idOf(i * 10))
 await insert(stored)
 await insert([idOf(5, 'src_other')], 'org-b')
 
-/** The ids of an export's GeoJSONSeq, in the file's order. */
-async function exported (store: ReturnType<typeof sourceStore>, name: string, filter?: string): Promise<{ ids: string[], total: number | undefined }> {
+/** The ids of an export's GeoJSONSeq, in the file's order, and the progress bar's total. */
+async function exported (t: Test, store: Store, name: string, { filter, org = 'org-a', rowsPerQuery = 7 }: { filter?: string, org?: string, rowsPerQuery?: number } = {}): Promise<{ ids: string[], total: number | undefined }> {
   const to = join(dir, name)
   const totals: Array<number | undefined> = []
-  const count = await exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, filter, catalogue, rowsPerQuery: 7 }, (total) => { totals.push(total); return { done: () => {} } })
+  const count = await exportSources(store, { organisation: org }, { format: 'geojsonseq', to, filter, catalogue, rowsPerQuery }, (total) => { totals.push(total); return { done: () => {} } })
   t.equal(totals.length, 1, `${name}: one progress bar`)
   const ids = (await readFile(to, 'utf8')).split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l.startsWith('\u001e') ? l.slice(1) : l) as { id: string }).id)
   t.equal(count, ids.length, `${name}: the count returned is the file's`)
   return { ids, total: totals[0] }
 }
 
+const byId = [{ field: 'id', descending: false }]
+
 t.test('ranges of 7: every source once, in id order', async (t) => {
   const store = sourceStore(db)
-  const bounds = await store.rangeBounds({ scope: { organisation: 'org-a' }, filter: {}, page: { sort: [{ field: 'id', descending: false }], limit: 7 }, cap: 1e9 })
-  t.same(bounds, { bounds: stored.filter((_, i) => (i + 1) % 7 === 0), matched: 60 }, 'every 7th id ends a range; 60 match')
-  const none = await store.rangeBounds({ scope: { organisation: 'org-z' }, filter: {}, page: { sort: [{ field: 'id', descending: false }], limit: 7 }, cap: 1e9 })
-  t.same(none, { bounds: [], matched: 0 }, 'none match: no bounds')
-  t.same(await exported(store, 'all.geojsons'), { ids: stored, total: 60 }, 'the progress bar\'s total is the count')
+  t.same(await store.rangeBounds({ scope: { organisation: 'org-a' }, filter: {}, page: { sort: byId, limit: 7 }, cap: 1e9 }),
+    { bounds: stored.filter((_, i) => (i + 1) % 7 === 0), more: false }, 'every 7th id ends a range')
+  t.same(await store.rangeBounds({ scope: { organisation: 'org-a' }, filter: {}, page: { sort: byId, after: { values: [], id: idOf(545) }, limit: 2 }, cap: 1e9 }),
+    { bounds: [idOf(560), idOf(580)], more: false }, 'after an id: the ranges from there')
+  t.same(await store.rangeBounds({ scope: { organisation: 'org-z' }, filter: {}, page: { sort: byId, limit: 7 }, cap: 1e9 }), { bounds: [], more: false }, 'none match: no bounds')
+  t.same(await exported(t, store, 'all.geojsons'), { ids: stored, total: 60 }, 'the progress bar\'s total is the count')
   const expected = (await sql<{ id: string }>`SELECT id FROM sources WHERE organisation = 'org-a' AND feature_id LIKE '%1__' ORDER BY id`.execute(db)).rows.map((r) => r.id)
   t.ok(expected.length > 7 && expected.length < stored.length, 'the filter keeps more than one range of sources')
-  t.same(await exported(store, 'filtered.geojsons', "feature_id LIKE '%1__'"), { ids: expected, total: expected.length }, 'with a filter: its matches, once each, in order')
+  t.same(await exported(t, store, 'filtered.geojsons', { filter: "feature_id LIKE '%1__'" }), { ids: expected, total: expected.length }, 'with a filter: its matches, once each, in order')
+})
+
+t.test('two ranges are read at once on a server', async (t) => {
+  const base = sourceStore(db)
+  let now = 0
+  let most = 0
+  const store: Store = {
+    ...base,
+    list: async (input) => {
+      most = Math.max(most, ++now)
+      try { return await base.list(input) } finally { now-- }
+    }
+  }
+  t.same((await exported(t, store, 'parallel.geojsons')).ids, stored)
+  // The embedded database runs one statement at a time: there the second read waits in its queue, still asked for at once.
+  t.equal(most, 2, 'two reads in flight')
 })
 
 t.test('a range that gains sources after it was cut is read whole', async (t) => {
   const base = sourceStore(db)
   const added = [...Array.from({ length: 9 }, (_, i) => idOf(i + 1)), ...Array.from({ length: 9 }, (_, i) => idOf(900 + i))]
-  const store: typeof base = {
+  const store: Store = {
     ...base,
     rangeBounds: async (input) => {
-      const bounds = await base.rangeBounds(input)
+      const cut = await base.rangeBounds(input)
       await insert(added)
-      return bounds
+      return cut
     }
   }
-  t.same(await exported(store, 'grown.geojsons'), { ids: [...stored, ...added].sort(), total: 60 }, 'the first and the last range, 9 more each: none lost, none twice (the total: those when it began)')
+  t.same(await exported(t, store, 'grown.geojsons'), { ids: [...stored, ...added].sort(), total: 60 }, 'the first and the last range, 9 more each: none lost, none twice (the total: those when it began)')
+  await sql`DELETE FROM sources WHERE id = ANY (${added}::text[])`.execute(db)
+})
+
+t.test('ranges of 1 over 1,100 sources: cut in three statements', async (t) => {
+  const many = Array.from({ length: 1100 }, (_, i) => idOf(i, 'src_manyy'))
+  await insert(many, 'org-c')
+  const base = sourceStore(db)
+  let cuts = 0
+  const store: Store = { ...base, rangeBounds: async (input) => { cuts++; return await base.rangeBounds(input) } }
+  t.same(await exported(t, store, 'many.geojsons', { org: 'org-c', rowsPerQuery: 1 }), { ids: many, total: 1100 })
+  t.equal(cuts, Math.ceil(1100 / RANGES_PER_CUT), `cut ${RANGES_PER_CUT} ranges at a time`)
+})
+
+t.test('a read that fails fails the export, and leaves no file', async (t) => {
+  const base = sourceStore(db)
+  let reads = 0
+  const store: Store = {
+    ...base,
+    list: async (input) => {
+      if (++reads === 3) throw new Error('the third read failed')
+      return await base.list(input)
+    }
+  }
+  const to = join(dir, 'failed.geojsons')
+  await t.rejects(exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, catalogue, rowsPerQuery: 7 }, () => ({ done: () => {} })), /the third read failed/)
+  t.notOk(existsSync(to) || existsSync(`${to}.partial`), 'neither the file nor its .partial')
+  t.comment(`backend ${backend}`)
 })
