@@ -1,14 +1,14 @@
 // Bulk out and in, for the CLI's export and import. Export reads an organisation's sources (a
 // CQL2 filter as on the items) in id ranges, two at a time (features.pager.ts rangeChunks),
-// into GeoJSONSeq, NDJSON, CSV or FlatGeobuf. Import streams a GeoJSONSeq/NDJSON or FlatGeobuf file in batches through
-// createSources (the POST rules, unchanged), keeps what a client may send (the client's feature
-// id, start_at, end_at, the attributes, the geometry; POST ignores the service's own properties),
-// so an export imports again, and reports each
-// refused feature with its reason. A repeated feature (same feature id, overlapping period)
-// is refused by the database with SOURCE_CONFLICT: counted as already stored, never stored
-// twice. A progress file beside the input names how many features are settled, so a resumed
-// import (after kill -9 too) skips them; a batch stored but not yet recorded there is sent
-// again and is all "already stored".
+// into GeoJSONSeq, NDJSON, CSV or FlatGeobuf. Import streams a GeoJSONSeq/NDJSON or FlatGeobuf
+// file in batches through createSources (the POST rules, unchanged), keeps what a client may
+// send (the client's feature id, start_at, end_at, the attributes, the geometry; POST ignores
+// the service's own properties), so an export imports again, and reports each refused feature
+// with its reason. A repeated feature (same feature id, overlapping period) is refused by the
+// database with SOURCE_CONFLICT: counted as already stored, never stored twice. A progress file
+// beside the input names how many features are settled, so a resumed import (after kill -9
+// too) skips them; a batch stored but not yet recorded there is sent again and is all "already
+// stored".
 import { createReadStream, createWriteStream } from 'node:fs'
 import { readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { once } from 'node:events'

@@ -301,8 +301,7 @@ export async function listFirstSources (run: RunListing, input: ListInput): Prom
   if (filter.boxes === undefined && filter.projectedBox === undefined && (filter.expr === undefined || !hasSpatial(filter.expr))) {
     const page = await listSources(run, input)
     if (!page.more) return { page, matched: Number(page.returned) }
-    const n = Number((await run(countQuery, input))[0]?.n)
-    return { page, matched: n > cap ? undefined : n }
+    return { page, matched: await countSources(run, input) }
   }
   const { matched, ...page } = (await run(countedPageQuery, input))[0] as ListedPage & { matched: string }
   if (Number(matched) > cap) return { page: await listSources(run, input), matched: undefined }
