@@ -14,7 +14,7 @@ const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
 export interface ItemsPage {
-  store: Pick<SourceStore, 'list' | 'listFirst' | 'rangeBounds' | 'count'>
+  store: Pick<SourceStore, 'list' | 'listFirst' | 'listRange' | 'rangeBounds' | 'count'>
   scope: Scope
   /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
   parsed: ParsedItems
@@ -112,7 +112,7 @@ const RANGES_IN_FLIGHT = 2
 /**
  * Every match, in id order, as a bulk export reads them: the ids are cut into ranges of
  * rowsPerQuery matches (rangeBounds, RANGES_PER_CUT ranges a statement, cut as the export goes),
- * and RANGES_IN_FLIGHT ranges are read at once, over as many connections, while Node encodes the
+ * and RANGES_IN_FLIGHT ranges are read at once (listRange), over as many connections, while Node encodes the
  * one before. PostgreSQL's making of the Feature texts is an export's critical path
  * (docs/performance.md): one connection used one of its cores. (The embedded database runs one
  * statement at a time: there the reads queue.) The ranges cover every id after the first cut's
@@ -143,11 +143,11 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
     let returned = 0
     let after = from === undefined ? undefined : { values: [], id: from }
     for (;;) {
-      const page = await store.list({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
-      returned += Number(page.returned)
+      const page = await store.listRange({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
+      returned += page.returned
       if (page.features !== null) texts.push(page.features)
-      if (!page.more || page.last_id === null || stopped) return { texts, returned }
-      after = { values: [], id: page.last_id }
+      if (!page.more || page.lastId === null || stopped) return { texts, returned }
+      after = { values: [], id: page.lastId }
     }
   }
   const reading: Array<ReturnType<typeof readRange>> = []

@@ -14,7 +14,7 @@ import {
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RunListing, type SourcesExtent, countSources, listFirstSources, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, countSources, listFirstSources, listRange, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -55,6 +55,8 @@ export interface SourceStore {
   listFirst: (input: ListInput) => Promise<{ page: ListedPage, matched: number | undefined }>
   /** The ends of the next id ranges of input.page.limit matching sources, and whether more follow (rangeBounds). */
   rangeBounds: (input: ListInput) => Promise<{ bounds: string[], more: boolean }>
+  /** A bulk export's range: its next Features (listRange). */
+  listRange: (input: ListInput) => Promise<RangePage>
   /** How many sources match, undefined beyond input.cap (countSources). */
   count: (input: ListInput) => Promise<number | undefined>
   /** The bounding box and time span of the sources in a scope. */
@@ -189,6 +191,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     list: (input) => listSources(run, input),
     listFirst: (input) => listFirstSources(run, input),
     rangeBounds: (input) => rangeBounds(run, input),
+    listRange: (input) => listRange(run, input),
     count: (input) => countSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)

@@ -66,9 +66,9 @@ t.test('two ranges are read at once on a server', async (t) => {
   let most = 0
   const store: Store = {
     ...base,
-    list: async (input) => {
+    listRange: async (input) => {
       most = Math.max(most, ++now)
-      try { return await base.list(input) } finally { now-- }
+      try { return await base.listRange(input) } finally { now-- }
     }
   }
   t.same((await exported(t, store, 'parallel.geojsons')).ids, stored)
@@ -106,13 +106,28 @@ t.test('a read that fails fails the export, and leaves no file', async (t) => {
   let reads = 0
   const store: Store = {
     ...base,
-    list: async (input) => {
+    listRange: async (input) => {
       if (++reads === 3) throw new Error('the third read failed')
-      return await base.list(input)
+      return await base.listRange(input)
     }
   }
   const to = join(dir, 'failed.geojsons')
   await t.rejects(exportSources(store, { organisation: 'org-a' }, { format: 'geojsonseq', to, catalogue, rowsPerQuery: 7 }, () => ({ done: () => {} })), /the third read failed/)
   t.notOk(existsSync(to) || existsSync(`${to}.partial`), 'neither the file nor its .partial')
   t.comment(`backend ${backend}`)
+})
+
+t.test('--crs: the ranges\' Features in that CRS', async (t) => {
+  const to = join(dir, 'rd.geojsons')
+  await exportSources(sourceStore(db), { organisation: 'org-a' }, { format: 'geojsonseq', to, crs: 'http://www.opengis.net/def/crs/EPSG/0/28992', catalogue, rowsPerQuery: 7 }, () => ({ done: () => {} }))
+  const features = (await readFile(to, 'utf8')).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l.startsWith('\u001e') ? l.slice(1) : l) as { id: string, geometry: { coordinates: number[][][] } })
+  t.equal(features.length, stored.length)
+  const expected = (await sql<{ id: string, x: number, y: number }>`SELECT id, ST_XMin(ST_Transform(geom, 28992)) AS x, ST_YMin(ST_Transform(geom, 28992)) AS y FROM sources WHERE organisation = 'org-a' ORDER BY id`.execute(db)).rows
+  for (const [i, f] of features.entries()) {
+    const xs = f.geometry.coordinates[0]!.map((p) => p[0]!)
+    const ys = f.geometry.coordinates[0]!.map((p) => p[1]!)
+    const e = expected[i]!
+    if (f.id !== e.id || Math.abs(Math.min(...xs) - e.x) > 1e-6 || Math.abs(Math.min(...ys) - e.y) > 1e-6) t.fail(`${f.id}: not PostGIS's transform to 28992, easting first (${Math.min(...xs)}, ${Math.min(...ys)} against ${e.x}, ${e.y})`)
+  }
+  t.ok(features.every((f) => Math.abs(f.geometry.coordinates[0]![0]![0]!) > 1000), 'metres, not degrees')
 })
