@@ -112,13 +112,13 @@ const RANGES_IN_FLIGHT = 2
 /**
  * Every match, in id order, as a bulk export reads them: the ids are cut into ranges of
  * rowsPerQuery matches (rangeBounds, RANGES_PER_CUT ranges a statement, cut as the export goes),
- * and RANGES_IN_FLIGHT ranges are read at once (listRange), over as many connections, while Node encodes the
- * one before. PostgreSQL's making of the Feature texts is an export's critical path
+ * and RANGES_IN_FLIGHT ranges are read at once (listRange), over as many connections, while Node
+ * encodes the one before. PostgreSQL's making of the Feature texts is an export's critical path
  * (docs/performance.md): one connection used one of its cores. (The embedded database runs one
- * statement at a time: there the reads queue.) The ranges cover every id after the first cut's
- * start (the last runs to the end), so a source that exists throughout the export is in it once,
- * as when one connection read on; each query sees what was committed when it began, and none is
- * one snapshot. A range that gained sources after it was cut is read in several queries.
+ * statement at a time: there the reads queue.) The ranges cover every id (the last runs to the
+ * end), so a source that exists throughout the export is in it once; each query sees what was
+ * committed when it began, and none is one snapshot. A range that gained sources after it was
+ * cut is read in several queries.
  */
 async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
   const { store, scope, parsed, rowsPerQuery, countMax } = input

@@ -237,8 +237,8 @@ export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
  * to page.until (page.limit + 1 of them: the extra one says there is more), each with its Feature
  * text, in id order; page.sort is not read. One row a Feature, and nothing of the items page's
  * statement that an export does not use (the join back to `sources` after choosing the ids, the
- * row numbers, the sorts of the aggregates): about a third less of PostgreSQL's time a Feature
- * (docs/performance.md).
+ * row numbers, the sorts of the aggregates), which made the Feature texts cost PostgreSQL more
+ * (docs/performance.md, the export's ranges).
  */
 export function rangeFeaturesQuery (db: Db, { scope, filter, page, output }: ListInput) {
   let rows = filtered(db, scope, filter).selectAll('sources')
