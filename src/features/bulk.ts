@@ -1,6 +1,7 @@
 // Bulk out and in, for the CLI's export and import. Export reads an organisation's sources (a
 // CQL2 filter as on the items) in id ranges, two at a time (features.pager.ts rangeChunks),
-// into GeoJSONSeq, NDJSON, CSV or FlatGeobuf. Import streams a GeoJSONSeq/NDJSON or FlatGeobuf
+// into GeoJSONSeq, NDJSON, CSV (from the Feature texts) or FlatGeobuf (from the Features in
+// parts: featureRowChunks). Import streams a GeoJSONSeq/NDJSON or FlatGeobuf
 // file in batches through createSources (the POST rules, unchanged), keeps what a client may
 // send (the client's feature id, start_at, end_at, the attributes, the geometry; POST ignores
 // the service's own properties), so an export imports again, and reports each refused feature
@@ -23,9 +24,9 @@ import { FeatureInputSchema, type FeatureInput } from '../sources/sources.schema
 import type { AttributeSchemaStore } from '../sources/attribute-schemas.store.js'
 import type { SourceStore } from '../sources/sources.store.js'
 import type { CrsCatalogue } from '../sources/crs.js'
-import { featureChunks } from './features.pager.js'
+import { featureChunks, featureRowChunks } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
-import { fileAxes, flatGeobufOfChunks, formatLines } from './formats/formats.js'
+import { fileAxes, flatGeobufOfRows, formatLines } from './formats/formats.js'
 
 export const EXPORT_FORMATS = ['fgb', 'geojsonseq', 'ndjson', 'csv'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -65,7 +66,7 @@ export async function exportSources (
   }
   try {
     if (options.format === 'fgb') {
-      for await (const chunk of await flatGeobufOfChunks(featureChunks(page), parsed.output.crs?.srid, counted)) await write(chunk)
+      for await (const chunk of await flatGeobufOfRows(featureRowChunks(page), page.parsed.output, counted)) await write(chunk)
     } else {
       for await (const text of formatLines(options.format, featureChunks(page), counted)) await write(text)
     }

@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream'
 import type { Scope } from '../db/database.js'
 import type { SourceStore } from '../sources/sources.store.js'
-import type { SortValues } from '../sources/sources.listing.js'
+import type { FeatureRow, ListInput, RangePage, SortValues } from '../sources/sources.listing.js'
 import { encodeCursor } from './features.cursor.js'
 import type { ParsedItems } from './features.query.js'
 
@@ -14,7 +14,7 @@ const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
 export interface ItemsPage {
-  store: Pick<SourceStore, 'list' | 'listFirst' | 'listRange' | 'rangeBounds' | 'count'>
+  store: Pick<SourceStore, 'list' | 'listFirst' | 'listRange' | 'listRangeRows' | 'rangeBounds' | 'count'>
   scope: Scope
   /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
   parsed: ParsedItems
@@ -71,7 +71,7 @@ export interface PageSummary {
  * it found is the generator's return value.
  */
 export async function * featureChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
-  if (input.fixedChunks === true) return yield * rangeChunks(input)
+  if (input.fixedChunks === true) return yield * rangeChunks(input, input.store.listRange)
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, limit, output } = parsed
   const chunked = streamed(input)
@@ -112,15 +112,16 @@ const RANGES_IN_FLIGHT = 2
 /**
  * Every match, in id order, as a bulk export reads them: the ids are cut into ranges of
  * rowsPerQuery matches (rangeBounds, RANGES_PER_CUT ranges a statement, cut as the export goes),
- * and RANGES_IN_FLIGHT ranges are read at once (listRange), over as many connections, while Node
- * encodes the one before. PostgreSQL's making of the Feature texts is an export's critical path
+ * and RANGES_IN_FLIGHT ranges are read at once (`read`: listRange's Feature texts, or
+ * listRangeRows' rows for FlatGeobuf), over as many connections, while Node encodes the one
+ * before. PostgreSQL's making of the Feature texts was a text export's critical path
  * (docs/performance.md): one connection used one of its cores. (The embedded database runs one
  * statement at a time: there the reads queue.) The ranges cover every id (the last runs to the
  * end), so a source that exists throughout the export is in it once; each query sees what was
  * committed when it began, and none is one snapshot. A range that gained sources after it was
  * cut is read in several queries.
  */
-async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSummary> {
+async function * rangeChunks<T> (input: ItemsPage, read: (input: ListInput) => Promise<RangePage<T>>): AsyncGenerator<T, PageSummary> {
   const { store, scope, parsed, rowsPerQuery, countMax } = input
   const { filter, sort, output } = parsed
   const [key, ...more] = sort
@@ -138,12 +139,12 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
     if (!cut.more) { ranges.push({ from: at }); cutAll = true }
   }
   let stopped = false
-  const readRange = async ({ from, until }: { from?: string, until?: string }): Promise<{ texts: string[], returned: number }> => {
-    const texts: string[] = []
+  const readRange = async ({ from, until }: { from?: string, until?: string }): Promise<{ texts: T[], returned: number }> => {
+    const texts: T[] = []
     let returned = 0
     let after = from === undefined ? undefined : { values: [], id: from }
     for (;;) {
-      const page = await store.listRange({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
+      const page = await read({ scope, filter, page: { sort, after, until, limit: rowsPerQuery }, cap: countMax, output })
       returned += page.returned
       if (page.features !== null) texts.push(page.features)
       if (!page.more || page.lastId === null || stopped) return { texts, returned }
@@ -176,6 +177,15 @@ async function * rangeChunks (input: ItemsPage): AsyncGenerator<string, PageSumm
     stopped = true
   }
   return { returned, more: false, matched }
+}
+
+/**
+ * Every match of a bulk export as rangeChunks reads them, each range's sources as rows with their
+ * Features in parts (sources.listing.ts rangeRowsQuery): for the FlatGeobuf export, which encodes
+ * each value itself.
+ */
+export async function * featureRowChunks (input: ItemsPage): AsyncGenerator<FeatureRow[], PageSummary> {
+  return yield * rangeChunks(input, input.store.listRangeRows)
 }
 
 /** The next page's URL, when there is one. */

@@ -8,7 +8,7 @@
 // existing columns is one entry here; one that needs a column also needs a migration.
 import { type TSchema, Type } from '@sinclair/typebox'
 import { type RawBuilder, sql } from 'kysely'
-import { isoUtc, stAsGeoJson } from '../db/postgis.js'
+import { isoUtc, isoUtcMicros, isoUtcTrimmed, stAsGeoJson } from '../db/postgis.js'
 import { FeatureIdSchema, OverlapFields, SourceIdSchema } from '../schemas/primitives.js'
 import type { OutputCrs } from './crs.js'
 
@@ -231,6 +231,10 @@ export function returnedProperties (isVersion: boolean): Array<[PropertyName, So
   return propertiesWhere((p) => p.returned !== false && (!isVersion || p.versioned))
 }
 
+/** The returned properties a read's Features hold: those out.properties names, or all. */
+const chosenProperties = (isVersion: boolean, out: FeatureOutput): Array<[PropertyName, SourceProperty]> =>
+  returnedProperties(isVersion).filter(([name]) => out.properties === undefined || out.properties.includes(name))
+
 /** The names `properties=` may give: every returned property (RETURNABLE). */
 export const RETURNABLE = returnedProperties(false).map(([name]) => name)
 
@@ -241,8 +245,14 @@ export const RETURNABLE = returnedProperties(false).map(([name]) => name)
 function geometryJson (geom: RawBuilder<unknown>, out: FeatureOutput): RawBuilder<unknown> {
   if (out.skipGeometry === true) return sql`'null'`
   if (out.crs === undefined) return stAsGeoJson(geom)
+  return sql`ST_AsGeoJSON(${geometryOut(geom, out)}, 15, 0)`
+}
+
+/** The geometry in the output CRS: as stored (CRS84), or ST_Transform'ed, its axes swapped when the CRS's first axis points north (crs.ts). */
+function geometryOut (geom: RawBuilder<unknown>, out: FeatureOutput): RawBuilder<unknown> {
+  if (out.crs === undefined) return geom
   const transformed = sql`ST_Transform(${geom}, ${sql.lit(out.crs.srid)})`
-  return sql`ST_AsGeoJSON(${out.crs.northFirst ? sql`ST_FlipCoordinates(${transformed})` : transformed}, 15, 0)`
+  return out.crs.northFirst ? sql`ST_FlipCoordinates(${transformed})` : transformed
 }
 
 /**
@@ -254,7 +264,7 @@ function geometryJson (geom: RawBuilder<unknown>, out: FeatureOutput): RawBuilde
 export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'version', out: FeatureOutput = {}): RawBuilder<string> {
   const isVersion = conflicts === 'version'
   const k = isVersion ? NO_CONFLICTS : conflicts
-  const chosen = returnedProperties(isVersion).filter(([name]) => out.properties === undefined || out.properties.includes(name))
+  const chosen = chosenProperties(isVersion, out)
   const head = sql`'{"type":"Feature","id":' || to_json(${c.id}) || ',"geometry":' || ${geometryJson(c.geom, out)} || ',"properties":{'`
   const valueJson = ([name, p]: [PropertyName, SourceProperty]) => p.json !== undefined ? p.json(c, k) : jsonOf(p.type, valueOf(name, c))
   if (chosen.length === 0 || chosen[0]?.[1].returned !== 'always') {
@@ -271,6 +281,72 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
   })
   const attributes = attributesInner(c.attributes, out.properties)
   return sql<string>`${head} || ${sql.join(members, sql` || `)}${attributes === undefined ? sql`` : sql` || coalesce(',' || ${attributes}, '')`} || '}}'`
+}
+
+/** A returned property as a column of featureColumns: its value as it is (a timestamp as isoUtcMicros' text), or its JSON text (`json`: the reader parses it). */
+export interface FeatureColumn { name: PropertyName, type: PropertyType, json: boolean }
+
+/**
+ * The parts of the Feature featureText makes, as columns of their own, for a reader that encodes
+ * each value itself instead of parsing the Feature's text (the FlatGeobuf export: making the text
+ * was most of PostgreSQL's time, parsing it much of Node's; docs/performance.md): `geometry_wkb`,
+ * the geometry as WKB in the output CRS (its axes as the output says), then each property
+ * featureText returns, in its order, under its own name (featureColumnList says how each comes), then
+ * `attributes_json`, the attributes featureText returns as a JSON object's text (NULL: none).
+ */
+export function featureColumns (c: SourceColumns, conflicts: ConflictSummary, out: FeatureOutput = {}): RawBuilder<unknown> {
+  const values = chosenProperties(false, out).map(([name, p]) => {
+    const v = p.json !== undefined ? p.json(c, conflicts) : p.type === 'timestamp' ? isoUtcMicros(valueOf(name, c)) : valueOf(name, c)
+    return sql`${v} AS ${sql.ref(name)}`
+  })
+  const attributes = attributesInner(c.attributes, out.properties)
+  return sql.join([
+    sql`ST_AsBinary(${geometryOut(c.geom, out)}) AS geometry_wkb`,
+    ...values,
+    sql`${attributes === undefined ? sql`NULL::text` : sql`'{' || ${attributes} || '}'`} AS attributes_json`
+  ])
+}
+
+/**
+ * A Feature's properties from a row of featureColumns, as featureText's would parse: the
+ * returned properties in its order (an optional one without a value as null), then the
+ * attributes. `columns`: featureColumnList of the same output.
+ */
+export function featurePropertiesOf (row: Record<string, unknown>, columns: readonly FeatureColumn[]): Record<string, unknown> {
+  const properties: Record<string, unknown> = {}
+  const values = featureValuesOf(row, columns)
+  for (const [i, { name }] of columns.entries()) properties[name] = values[i]
+  const attributes = row.attributes_json
+  if (typeof attributes === 'string') {
+    // Defined, not assigned: an attribute may be named __proto__.
+    for (const [k, v] of Object.entries(JSON.parse(attributes) as Record<string, unknown>)) Object.defineProperty(properties, k, { value: v, enumerable: true, writable: true, configurable: true })
+  }
+  return properties
+}
+
+/**
+ * The returned properties' values of a row of featureColumns, in the columns' order (null: none).
+ * Read by position (the row's members are in the statement's order: id, geometry_wkb, then the
+ * properties), not by name: a million exports' worth of lookups by name was a tenth of Node's time.
+ */
+export function featureValuesOf (row: Record<string, unknown>, columns: readonly FeatureColumn[]): unknown[] {
+  const raw = Object.values(row)
+  const values = new Array<unknown>(columns.length)
+  for (let i = 0; i < columns.length; i++) {
+    const { type, json } = columns[i] as FeatureColumn
+    const v = raw[i + 2]
+    // A JSON text of a scalar is read without JSON.parse: conflict's true/false and
+    // conflicts_total's number. pg gives int8 values as text too.
+    values[i] = v === null || v === undefined
+      ? null
+      : type === 'timestamp' ? isoUtcTrimmed(v as string) : type === 'boolean' && json ? v === 'true' : type === 'integer' ? Number(v) : json ? JSON.parse(v as string) : v
+  }
+  return values
+}
+
+/** The property columns of featureColumns' rows, in order, and how each comes. */
+export function featureColumnList (out: FeatureOutput = {}): FeatureColumn[] {
+  return chosenProperties(false, out).map(([name, p]) => ({ name, type: p.type, json: p.json !== undefined }))
 }
 
 /**

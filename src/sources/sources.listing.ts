@@ -8,7 +8,7 @@ import { isoUtc } from '../db/postgis.js'
 import { INNER_MARGIN, type SearchBox } from './search-box.js'
 import { FILTER_SHAPE_KEYS, type FilterExpr, attributeValue, filterSql, hasSpatial } from './filter.sql.js'
 import type { AttributeType } from './attribute-schemas.js'
-import { type FeatureOutput, conflictSummary, conflictsJoin, featureText, property, sourceRow, valueOf } from './source-properties.js'
+import { type FeatureOutput, conflictSummary, conflictsJoin, featureColumns, featureText, property, sourceRow, valueOf } from './source-properties.js'
 
 /** A sortable property's name (source-properties.ts SORTABLE). */
 export type SortField = string
@@ -240,14 +240,31 @@ export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
  * row numbers, the sorts of the aggregates), which made the Feature texts cost PostgreSQL more
  * (docs/performance.md, the export's ranges).
  */
-export function rangeFeaturesQuery (db: Db, { scope, filter, page, output }: ListInput) {
+export function rangeFeaturesQuery (db: Db, input: ListInput) {
+  return compilable(db, sql<{ id: string, feature: string }>`SELECT sources.id, ${featureText(ROW, conflictSummary('conflicts'), input.output)} AS feature
+    ${rangeFrom(db, input)} ORDER BY sources.id`)
+}
+
+/** A range's sources as rangeFeaturesQuery reads them, each with its Feature's parts as columns (source-properties.ts featureColumns). */
+export function rangeRowsQuery (db: Db, input: ListInput) {
+  return compilable(db, sql<FeatureRow>`SELECT sources.id, ${featureColumns(ROW, conflictSummary('conflicts'), input.output)}
+    ${rangeFrom(db, input)} ORDER BY sources.id`)
+}
+
+/** The FROM of a range's statements: its sources (page.limit + 1 of them), with their conflicts. */
+function rangeFrom (db: Db, { scope, filter, page }: ListInput): RawBuilder<unknown> {
   let rows = filtered(db, scope, filter).selectAll('sources')
   if (page.after !== undefined) rows = rows.where('id', '>', page.after.id)
   if (page.until !== undefined) rows = rows.where('id', '<=', page.until)
   const chosen = rows.orderBy('id').limit(plusOne(page.limit))
-  return compilable(db, sql<{ id: string, feature: string }>`SELECT sources.id, ${featureText(ROW, conflictSummary('conflicts'), output)} AS feature
-    FROM (${chosen}) AS sources ${conflictsJoin(ROW.id, 'conflicts')} ORDER BY sources.id`)
+  return sql`FROM (${chosen}) AS sources ${conflictsJoin(ROW.id, 'conflicts')}`
 }
+
+/**
+ * A source as rangeRowsQuery reads it: its id, its geometry as WKB, each returned property under
+ * its own name (featureColumns), and its attributes as a JSON object's text (null: none).
+ */
+export interface FeatureRow { id: string, geometry_wkb: Buffer, attributes_json: string | null, [property: string]: unknown }
 
 /** No page reads more rows than this: a limit of at most 10,000 (MAX_LIMIT), and one more. */
 const PAGE_ROWS_MAX = 10_001
@@ -323,15 +340,24 @@ export async function rangeBounds (run: RunListing, input: ListInput): Promise<{
   return { bounds: row?.bounds ?? [], more: Number(row?.cut ?? 0) === input.page.limit * RANGES_PER_CUT }
 }
 
-/** What one query of a bulk export's range read (rangeFeaturesQuery). */
-export interface RangePage { features: string | null, returned: number, more: boolean, lastId: string | null }
+/** What one query of a bulk export's range read: its Features (rangeFeaturesQuery's texts, comma-joined, or rangeRowsQuery's rows; null: none). */
+export interface RangePage<T = string> { features: T | null, returned: number, more: boolean, lastId: string | null }
+
+/** The range's rows, limit + 1 of them read: those shown, and whether more follow. */
+function rangePage<R extends { id: string }, T> (rows: R[], limit: number, features: (shown: R[]) => T): RangePage<T> {
+  const more = rows.length > limit
+  const shown = more ? rows.slice(0, limit) : rows
+  return { features: shown.length === 0 ? null : features(shown), returned: shown.length, more, lastId: shown.at(-1)?.id ?? null }
+}
 
 /** A range's next Features (rangeFeaturesQuery), comma-joined as a page's. */
 export async function listRange (run: RunListing, input: ListInput): Promise<RangePage> {
-  const rows = await run(rangeFeaturesQuery, input)
-  const more = rows.length > input.page.limit
-  const shown = more ? rows.slice(0, input.page.limit) : rows
-  return { features: shown.length === 0 ? null : shown.map((r) => r.feature).join(','), returned: shown.length, more, lastId: shown.at(-1)?.id ?? null }
+  return rangePage(await run(rangeFeaturesQuery, input), input.page.limit, (shown) => shown.map((r) => r.feature).join(','))
+}
+
+/** A range's next sources, their Features in parts (rangeRowsQuery). */
+export async function listRangeRows (run: RunListing, input: ListInput): Promise<RangePage<FeatureRow[]>> {
+  return rangePage(await run(rangeRowsQuery, input), input.page.limit, (shown) => shown)
 }
 
 /** The number of matching sources, undefined beyond `cap` (countQuery). */

@@ -14,7 +14,7 @@ import {
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, countSources, listFirstSources, listRange, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, countSources, listFirstSources, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -57,6 +57,8 @@ export interface SourceStore {
   rangeBounds: (input: ListInput) => Promise<{ bounds: string[], more: boolean }>
   /** A bulk export's range: its next Features (listRange). */
   listRange: (input: ListInput) => Promise<RangePage>
+  /** The same, each Feature in parts (listRangeRows): for the FlatGeobuf export. */
+  listRangeRows: (input: ListInput) => Promise<RangePage<FeatureRow[]>>
   /** How many sources match, undefined beyond input.cap (countSources). */
   count: (input: ListInput) => Promise<number | undefined>
   /** The bounding box and time span of the sources in a scope. */
@@ -192,6 +194,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     listFirst: (input) => listFirstSources(run, input),
     rangeBounds: (input) => rangeBounds(run, input),
     listRange: (input) => listRange(run, input),
+    listRangeRows: (input) => listRangeRows(run, input),
     count: (input) => countSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)

@@ -20,9 +20,15 @@ export interface OutFeature {
 const kindOfType = (t: PropertyType): ColumnKind =>
   t === 'conflicts' || t === 'geometry' ? 'json' : t
 
+/**
+ * An attribute's column kind, from the first Feature's value. A number is a double (FlatGeobuf's
+ * Double, GDAL's Real), even when that first value is whole: a later Feature's 1.5 in a column
+ * typed from a first 0 would not fit a 64-bit integer (GDAL's GeoJSON reader widens such a field
+ * to Real for the same reason), and every safe integer is a double exactly.
+ */
 function kindOfValue (v: unknown): ColumnKind {
   if (typeof v === 'boolean') return 'boolean'
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number'
+  if (typeof v === 'number') return 'number'
   if (typeof v === 'string') return 'string'
   return 'json'
 }

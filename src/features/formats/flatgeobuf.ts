@@ -1,6 +1,8 @@
 // FlatGeobuf with its spatial index (the packed Hilbert R-tree), written with the flatgeobuf
-// package's own encoders (the header, column and CRS tables, a feature's buffer) and
-// level bounds. Its JS writer (serialize) writes no index, so the tree is built here as the
+// package's own tables (the header, column, CRS, feature and geometry tables), its geometry
+// builder and its level bounds; a feature's properties are encoded here, into one buffer, and
+// every feature with one flatbuffers builder (the package's buildFeature makes both anew for
+// each). Its JS writer (serialize) writes no index, so the tree is built here as the
 // format's reference writers build it (flatbush's Hilbert sort): the features are encoded one
 // by one to a temporary file, keeping only their box, offset and length (48 bytes each); at the
 // end the boxes are sorted along the Hilbert curve, the tree is made bottom up, and the file is
@@ -16,8 +18,8 @@ import { ColumnType } from 'flatgeobuf/lib/mjs/flat-geobuf/column-type.js'
 import { Crs } from 'flatgeobuf/lib/mjs/flat-geobuf/crs.js'
 import { GeometryType } from 'flatgeobuf/lib/mjs/flat-geobuf/geometry-type.js'
 import { Header } from 'flatgeobuf/lib/mjs/flat-geobuf/header.js'
-import { buildFeature } from 'flatgeobuf/lib/mjs/generic/feature.js'
-import type { IParsedGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
+import { Feature as FgbFeature } from 'flatgeobuf/lib/mjs/flat-geobuf/feature.js'
+import { type IParsedGeometry, buildGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
 import { parseGC, parseGeometry } from 'flatgeobuf/lib/mjs/geojson/geometry.js'
 import type { HeaderMeta } from 'flatgeobuf/lib/mjs/header-meta.js'
 import { generateLevelBounds } from 'flatgeobuf/lib/mjs/packedrtree.js'
@@ -123,7 +125,106 @@ function boxOf (xy: readonly number[], parts: readonly IParsedGeometry[] | undef
   return box
 }
 
-/** A FlatGeobuf file with its index, made from Features added one by one (add), then read out (finish). */
+/**
+ * A Polygon or MultiPolygon (what sources hold) from its WKB (ST_AsBinary), in the flatgeobuf
+ * package's parsed form, read straight into the coordinate array: wkx would make an object of
+ * every vertex, for a geometry that is copied into the file at once.
+ */
+export function parsedWkb (wkb: Uint8Array): { parsed: IParsedGeometry, type: string } {
+  const view = new DataView(wkb.buffer, wkb.byteOffset, wkb.byteLength)
+  let at = 0
+  const polygon = (): IParsedGeometry => {
+    const little = view.getUint8(at) === 1
+    const code = view.getUint32(at + 1, little)
+    if (code !== 3) throw new Error(`WKB geometry type ${code} where a Polygon was expected`)
+    at += 5
+    const rings = view.getUint32(at, little)
+    at += 4
+    const xy: number[] = []
+    const ends: number[] = []
+    for (let r = 0; r < rings; r++) {
+      const points = view.getUint32(at, little)
+      at += 4
+      for (let i = 0; i < 2 * points; i++, at += 8) xy.push(view.getFloat64(at, little))
+      ends.push(xy.length / 2)
+    }
+    // As the package's own parseGeometry: the ring ends only when there is more than one ring.
+    return { xy, ends: rings > 1 ? ends : undefined, type: GeometryType.Polygon } as IParsedGeometry
+  }
+  const little = view.getUint8(0) === 1
+  const code = view.getUint32(1, little)
+  if (code === 3) return { parsed: polygon(), type: 'Polygon' }
+  if (code !== 6) throw new Error(`WKB geometry type ${code}: sources hold Polygons and MultiPolygons`)
+  const count = view.getUint32(5, little)
+  at = 9
+  const parts: IParsedGeometry[] = []
+  for (let i = 0; i < count; i++) parts.push(polygon())
+  return { parsed: { xy: [], parts, type: GeometryType.MultiPolygon } as unknown as IParsedGeometry, type: 'MultiPolygon' }
+}
+
+/** A feature's properties in FlatGeobuf's encoding (column index, then value), written into one buffer that grows as needed. */
+class PropertyBytes {
+  private buf = Buffer.allocUnsafe(1024)
+  length = 0
+
+  private room (n: number): void {
+    if (this.length + n <= this.buf.length) return
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n))
+    this.buf.copy(grown, 0, 0, this.length)
+    this.buf = grown
+  }
+
+  /** The bytes of the feature's properties (`values` in the columns' order), by the columns' kinds; a value of another type is null (left out). */
+  encode (columns: readonly Column[], values: readonly unknown[]): Uint8Array {
+    this.length = 0
+    for (let i = 0; i < columns.length; i++) {
+      const c = columns[i] as Column
+      const v = values[i]
+      if (v === null || v === undefined) continue
+      switch (c.kind) {
+        case 'boolean':
+          if (typeof v !== 'boolean') continue
+          this.room(3)
+          this.buf.writeUInt16LE(i, this.length)
+          this.buf[this.length + 2] = v ? 1 : 0
+          this.length += 3
+          break
+        case 'integer': {
+          if (typeof v !== 'number' || !Number.isSafeInteger(v)) continue
+          // Long, as two 32-bit halves: no BigInt a value.
+          const hi = Math.floor(v / 0x1_0000_0000)
+          this.room(10)
+          this.buf.writeUInt16LE(i, this.length)
+          this.buf.writeUInt32LE(v - hi * 0x1_0000_0000, this.length + 2)
+          this.buf.writeInt32LE(hi, this.length + 6)
+          this.length += 10
+          break
+        }
+        case 'number':
+          if (typeof v !== 'number') continue
+          this.room(10)
+          this.buf.writeUInt16LE(i, this.length)
+          this.buf.writeDoubleLE(v, this.length + 2)
+          this.length += 10
+          break
+        default: {
+          if ((c.kind === 'string' || c.kind === 'timestamp') && typeof v !== 'string') continue
+          const text = c.kind === 'json' ? JSON.stringify(v) : v as string
+          this.room(6 + 3 * text.length)
+          this.buf.writeUInt16LE(i, this.length)
+          // utf8Write: what buf.write(text, at, 'utf8') calls after checking its arguments, which
+          // took as long as the copy (protobufjs calls it so for the same reason).
+          const n = (this.buf as Buffer & { utf8Write: (text: string, at: number) => number }).utf8Write(text, this.length + 6)
+          this.buf.writeUInt32LE(n, this.length + 2)
+          this.length += 6 + n
+        }
+      }
+    }
+    return this.buf.subarray(0, this.length)
+  }
+}
+
+/** A FlatGeobuf file with its index, made from Features added one by one (add, or addParts), then read out (finish). */
 export class FlatGeobufWriter {
   private columns?: Column[]
   private meta?: HeaderMeta
@@ -133,6 +234,12 @@ export class FlatGeobufWriter {
   private dir?: string
   private file?: WriteStream
   private written = 0
+  // One builder and one properties buffer for every feature (the package's buildFeature makes
+  // new ones each time), and the encoded features gathered into OUT_CHUNK-sized writes.
+  private readonly builder = new flatbuffers.Builder(1024)
+  private readonly properties = new PropertyBytes()
+  private pending = Buffer.allocUnsafe(OUT_CHUNK)
+  private pendingLength = 0
 
   /** `srid`: the EPSG code in the header; the coordinates are x (east), y (north), as GDAL reads FlatGeobuf. */
   constructor (private readonly srid = 4326) {}
@@ -154,19 +261,48 @@ export class FlatGeobufWriter {
   async add (f: OutFeature): Promise<void> {
     if (this.meta === undefined) await this.start(f)
     if (f.geometry === null) return
+    const parsed = f.geometry.type === 'GeometryCollection'
+      ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0])
+      : parseGeometry(f.geometry as Parameters<typeof parseGeometry>[0])
+    await this.encode(f.geometry.type, parsed, (this.columns ?? []).map((c) => c.name === 'id' ? f.id : f.properties?.[c.name]))
+  }
+
+  /**
+   * The same for a Feature in parts, its geometry as WKB (a Polygon or a MultiPolygon). The first
+   * gives the columns (its id and properties, as add's Feature would); each after it gives its
+   * values in the columns' order (columnNames), which saves a million exports' worth of objects.
+   */
+  async addParts (wkb: Uint8Array, first: { id: string, properties: Record<string, unknown> } | readonly unknown[]): Promise<void> {
+    const { parsed, type } = parsedWkb(wkb)
+    if (!Array.isArray(first)) {
+      const { id, properties } = first as { id: string, properties: Record<string, unknown> }
+      if (this.meta === undefined) await this.start({ type: 'Feature', id, geometry: { type, coordinates: [] }, properties })
+      await this.encode(type, parsed, this.columnNames().map((name) => name === 'id' ? id : properties[name]))
+      return
+    }
+    await this.encode(type, parsed, first)
+  }
+
+  /** The columns' names (once the first Feature is added): id, then its properties'. */
+  columnNames (): string[] {
+    return (this.columns ?? []).map((c) => c.name)
+  }
+
+  private async encode (type: string, parsed: IParsedGeometry, values: readonly unknown[]): Promise<void> {
     // The header's geometry type is the one every feature has, or Unknown when they differ (a
     // Polygon beside a MultiPolygon): readers take a feature's own type only under Unknown, and
     // would read a MultiPolygon as the header's Polygon.
-    if (GEOMETRY_TYPE[f.geometry.type] !== this.geometryType) this.geometryType = GeometryType.Unknown
-    const meta = this.meta as HeaderMeta
-    const g = f.geometry as Parameters<typeof parseGeometry>[0]
-    const parsed = f.geometry.type === 'GeometryCollection' ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0]) : parseGeometry(g)
-    const properties: Record<string, unknown> = {}
-    for (const c of this.columns ?? []) {
-      const v = c.name === 'id' ? f.id : f.properties?.[c.name]
-      properties[c.name] = v === undefined ? null : (c.kind === 'integer' && typeof v !== 'number') || (c.kind === 'number' && typeof v !== 'number') || (c.kind === 'boolean' && typeof v !== 'boolean') || ((c.kind === 'string' || c.kind === 'timestamp') && typeof v !== 'string') ? null : v
-    }
-    const bytes = buildFeature(parsed, properties as Parameters<typeof buildFeature>[1], meta)
+    if (GEOMETRY_TYPE[type] !== this.geometryType) this.geometryType = GeometryType.Unknown
+    const props = this.properties.encode(this.columns ?? [], values)
+    const b = this.builder
+    b.clear()
+    const propsOffset = props.length > 0 ? b.createByteVector(props) : 0
+    const geometry = buildGeometry(b, parsed)
+    FgbFeature.startFeature(b)
+    FgbFeature.addGeometry(b, geometry)
+    if (propsOffset !== 0) FgbFeature.addProperties(b, propsOffset)
+    b.finishSizePrefixed(FgbFeature.endFeature(b))
+    const bytes = b.asUint8Array()
     const box = boxOf(parsed.xy, parsed.parts)
     this.extent[0] = Math.min(this.extent[0]!, box[0]!)
     this.extent[1] = Math.min(this.extent[1]!, box[1]!)
@@ -174,8 +310,18 @@ export class FlatGeobufWriter {
     this.extent[3] = Math.max(this.extent[3]!, box[3]!)
     this.entries.push(box, this.written, bytes.length)
     this.written += bytes.length
+    // The builder's bytes are its own, overwritten by the next feature: copied into the pending chunk.
+    if (this.pendingLength + bytes.length > this.pending.length) await this.flush(bytes.length)
+    this.pending.set(bytes, this.pendingLength)
+    this.pendingLength += bytes.length
+  }
+
+  /** Writes the pending chunk to the temporary file, and makes room for `next` bytes. */
+  private async flush (next = 0): Promise<void> {
     const file = this.file as WriteStream
-    if (!file.write(bytes)) await once(file, 'drain')
+    if (this.pendingLength > 0 && !file.write(this.pending.subarray(0, this.pendingLength))) await once(file, 'drain')
+    this.pending = Buffer.allocUnsafe(Math.max(OUT_CHUNK, next))
+    this.pendingLength = 0
   }
 
   /** Removes the temporary file when the Features will not be read out (an error while adding). */
@@ -276,6 +422,7 @@ export class FlatGeobufWriter {
   /** The file's bytes, in chunks; the temporary file is removed when they have been read (or the reading stops). */
   async * finish (): AsyncGenerator<Uint8Array> {
     if (this.meta === undefined) await this.start({ type: 'Feature', geometry: null, properties: null })
+    await this.flush()
     const file = this.file as WriteStream
     file.end()
     await once(file, 'close')

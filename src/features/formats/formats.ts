@@ -1,11 +1,14 @@
 // The formats of the items, each with its f= names and media type, and a page of items in one
 // of them: GeoJSON is features.pager.ts's own; the others are made from the same Feature texts,
 // one chunk (one query) at a time, so they stream and page as GeoJSON does: the sequences pass
-// the texts through, CSV and FlatGeobuf parse them. A streamed text page cannot know its next
+// the texts through, CSV and FlatGeobuf parse them. The CLI's FlatGeobuf export reads each
+// Feature in parts instead (flatGeobufOfRows), neither made as text nor parsed. A streamed text page cannot know its next
 // link before its headers are sent, so the next link (a Link header) comes with pages of at most
 // one query and with FlatGeobuf (made whole before sending).
 import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
+import type { FeatureRow } from '../../sources/sources.listing.js'
+import { type FeatureOutput, featureColumnList, featurePropertiesOf, featureValuesOf } from '../../sources/source-properties.js'
 import type { OutFeature } from './columns.js'
 import { FlatGeobufWriter } from './flatgeobuf.js'
 import { CsvWriter, seqRecords } from './text-formats.js'
@@ -83,12 +86,42 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
   return writer.finish()
 }
 
+/**
+ * FlatGeobuf for a bulk export's rows, each Feature in parts (features.pager.ts featureRowChunks):
+ * the same features as from their texts, without PostgreSQL making the texts and Node parsing
+ * them (docs/performance.md). `counted` as textLines'.
+ */
+export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void): Promise<AsyncGenerator<Uint8Array>> {
+  const writer = new FlatGeobufWriter(output.crs?.srid)
+  const columns = featureColumnList(output)
+  // Where each of the file's columns is in a row's values (rowValues): its id (-1), a returned
+  // property's position, or an attribute (-2), the columns being those of the first row.
+  let from: number[] | undefined
+  let names: string[] = []
+  try {
+    for await (const rows of chunks) {
+      counted?.(rows.length)
+      for (const row of rows) {
+        if (from === undefined) {
+          await writer.addParts(row.geometry_wkb, { id: row.id, properties: featurePropertiesOf(row, columns) })
+          names = writer.columnNames()
+          from = names.map((name) => name === 'id' ? -1 : columns.findIndex((c) => c.name === name) === -1 ? -2 : columns.findIndex((c) => c.name === name))
+          continue
+        }
+        const values = featureValuesOf(row, columns)
+        const attributes = typeof row.attributes_json === 'string' ? JSON.parse(row.attributes_json) as Record<string, unknown> : undefined
+        await writer.addParts(row.geometry_wkb, from.map((at, i) => at === -1 ? row.id : at >= 0 ? values[at] : attributes !== undefined && Object.hasOwn(attributes, names[i] as string) ? attributes[names[i] as string] : null))
+      }
+    }
+  } catch (e) {
+    await writer.abort()
+    throw e
+  }
+  return writer.finish()
+}
+
 /** The lines of a text format for chunks of Feature texts from anywhere (the CLI's export). */
 export const formatLines = textLines
-
-/** FlatGeobuf for chunks of Feature texts from anywhere (the CLI's export); `counted` as textLines'. */
-export const flatGeobufOfChunks = async (chunks: AsyncIterable<string>, srid?: number, counted?: (n: number) => void): Promise<AsyncGenerator<Uint8Array>> =>
-  await flatGeobuf(parsed(chunks, counted), srid)
 
 /** One page of items in a format other than GeoJSON and HTML, with its next link when known. */
 export async function formattedItems (input: ItemsPage, key: 'geojsonseq' | 'ndjson' | 'csv' | 'fgb'): Promise<{ body: Buffer | Readable, next?: URL }> {
