@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import * as flatbuffers from 'flatbuffers'
+import { deserialize } from 'flatgeobuf/lib/mjs/geojson.js'
 import { fromByteBuffer } from 'flatgeobuf/lib/mjs/header-meta.js'
 import { build, collection, feature, session, tempDir } from '../helper.js'
 
@@ -157,6 +158,22 @@ t.test('GeoJSONSeq and NDJSON records are the GeoJSON page\'s Features, whatever
     t.ok(lines.every((l) => l.startsWith('\u001e') === rs), `${f}: ${rs ? 'each record after RS' : 'no RS'}`)
     t.same(lines.map((l) => JSON.parse(rs ? l.slice(1) : l) as unknown), page.features, `${f}: the same Features, one a record`)
   }
+})
+
+t.test('FlatGeobuf: an attribute named after an Object.prototype member, absent from a later Feature, is empty there', async (t) => {
+  // A json column (the first Feature's value is an object) named toString: a later Feature
+  // without it once handed the encoder Object.prototype.toString, and the page was a 500.
+  const editorD = await session(ctx, 'editor', 'org-d')
+  const first = { ...feature('d-0', { coordinates: box(50, 50) }), properties: { start_at: '2024-01-01T00:00:00Z', end_at: '2024-12-31T00:00:00Z', toString: { note: 'x' }, constructor: null } }
+  const later = { ...feature('d-1', { coordinates: box(51, 51) }), properties: { start_at: '2024-03-01T00:00:00Z', end_at: '2024-12-31T00:00:00Z' } }
+  await seed(editorD.headers, [first, later])
+  const res = await app.inject({ method: 'GET', url: '/collections/sources/items?limit=10&f=fgb&sortby=start_at', headers: editorD.headers })
+  t.equal(res.statusCode, 200, res.statusCode === 200 ? 'a FlatGeobuf file' : res.body)
+  const features: Array<{ properties: Record<string, unknown> }> = []
+  for await (const f of deserialize(new Uint8Array(res.rawPayload)) as AsyncGenerator<{ properties: Record<string, unknown> }>) features.push(f)
+  const byFeatureId = new Map(features.map((f) => [f.properties.feature_id, f.properties]))
+  t.same(byFeatureId.get('d-0')?.toString, { note: 'x' }, 'the first Feature\'s value')
+  t.notOk(Object.hasOwn(byFeatureId.get('d-1') ?? {}, 'toString'), 'none on the later Feature')
 })
 
 t.test('an empty page in every format is still a file GDAL opens', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {

@@ -209,7 +209,9 @@ class PropertyBytes {
           break
         default: {
           if ((c.kind === 'string' || c.kind === 'timestamp') && typeof v !== 'string') continue
-          const text = c.kind === 'json' ? JSON.stringify(v) : v as string
+          // JSON.stringify gives undefined for what JSON cannot hold (a function): left out.
+          const text = c.kind === 'json' ? JSON.stringify(v) as string | undefined : v as string
+          if (text === undefined) continue
           this.room(6 + 3 * text.length)
           this.buf.writeUInt16LE(i, this.length)
           // utf8Write: what buf.write(text, at, 'utf8') calls after checking its arguments, which
@@ -264,7 +266,10 @@ export class FlatGeobufWriter {
     const parsed = f.geometry.type === 'GeometryCollection'
       ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0])
       : parseGeometry(f.geometry as Parameters<typeof parseGeometry>[0])
-    await this.encode(f.geometry.type, parsed, (this.columns ?? []).map((c) => c.name === 'id' ? f.id : f.properties?.[c.name]))
+    // Own members only: an attribute may be named toString or __proto__, and a Feature without
+    // it must not hand the column Object.prototype's.
+    const properties = f.properties
+    await this.encode(f.geometry.type, parsed, (this.columns ?? []).map((c) => c.name === 'id' ? f.id : properties != null && Object.hasOwn(properties, c.name) ? properties[c.name] : null))
   }
 
   /**
@@ -277,7 +282,7 @@ export class FlatGeobufWriter {
     if (!Array.isArray(first)) {
       const { id, properties } = first as { id: string, properties: Record<string, unknown> }
       if (this.meta === undefined) await this.start({ type: 'Feature', id, geometry: { type, coordinates: [] }, properties })
-      await this.encode(type, parsed, this.columnNames().map((name) => name === 'id' ? id : properties[name]))
+      await this.encode(type, parsed, this.columnNames().map((name) => name === 'id' ? id : Object.hasOwn(properties, name) ? properties[name] : null))
       return
     }
     await this.encode(type, parsed, first)
