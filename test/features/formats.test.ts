@@ -160,7 +160,7 @@ t.test('GeoJSONSeq and NDJSON records are the GeoJSON page\'s Features, whatever
   }
 })
 
-t.test('FlatGeobuf: an attribute named after an Object.prototype member, absent from a later Feature, is empty there', async (t) => {
+t.test('FlatGeobuf and CSV: an attribute named after an Object.prototype member, absent from a later Feature, is empty there', async (t) => {
   // A json column (the first Feature's value is an object) named toString: a later Feature
   // without it once handed the encoder Object.prototype.toString, and the page was a 500.
   const editorD = await session(ctx, 'editor', 'org-d')
@@ -174,6 +174,9 @@ t.test('FlatGeobuf: an attribute named after an Object.prototype member, absent 
   const byFeatureId = new Map(features.map((f) => [f.properties.feature_id, f.properties]))
   t.same(byFeatureId.get('d-0')?.toString, { note: 'x' }, 'the first Feature\'s value')
   t.notOk(Object.hasOwn(byFeatureId.get('d-1') ?? {}, 'toString'), 'none on the later Feature')
+  const csv = (await app.inject({ method: 'GET', url: '/collections/sources/items?limit=10&f=csv&sortby=start_at', headers: editorD.headers })).body
+  t.match(csv.split('\r\n')[0], /,toString,/, 'CSV: a toString column')
+  t.notMatch(csv, /undefined|function|\[object/, 'CSV: empty on the later Feature, not Object.prototype\'s')
 })
 
 t.test('an empty page in every format is still a file GDAL opens', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {

@@ -85,7 +85,9 @@ export class CsvWriter {
   row (f: OutFeature): string {
     const columns = this.columns ?? []
     let line = `${csvField(toWkt(f.geometry))},${csvValue(f.id)}`
-    for (const c of columns) line += `,${csvValue(f.properties?.[c.name])}`
+    // Own members only, as FlatGeobuf's (an attribute may be named toString).
+    const properties = f.properties
+    for (const c of columns) line += `,${csvValue(properties != null && Object.hasOwn(properties, c.name) ? properties[c.name] : null)}`
     return `${line}\r\n`
   }
 }
