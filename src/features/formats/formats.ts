@@ -98,6 +98,8 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
   // property's position, or an attribute (-2), the columns being those of the first row.
   let from: number[] | undefined
   let names: string[] = []
+  const rowValues: unknown[] = []
+  const fileValues: unknown[] = []
   try {
     for await (const rows of chunks) {
       counted?.(rows.length)
@@ -108,9 +110,15 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
           from = names.map((name) => name === 'id' ? -1 : columns.findIndex((c) => c.name === name) === -1 ? -2 : columns.findIndex((c) => c.name === name))
           continue
         }
-        const values = featureValuesOf(row, columns)
+        const values = featureValuesOf(row, columns, rowValues)
         const attributes = typeof row.attributes_json === 'string' ? JSON.parse(row.attributes_json) as Record<string, unknown> : undefined
-        await writer.addParts(row.geometry_wkb, from.map((at, i) => at === -1 ? row.id : at >= 0 ? values[at] : attributes !== undefined && Object.hasOwn(attributes, names[i] as string) ? attributes[names[i] as string] : null))
+        for (let i = 0; i < from.length; i++) {
+          const at = from[i] as number
+          const name = names[i] as string
+          fileValues[i] = at === -1 ? row.id : at >= 0 ? values[at] : attributes !== undefined && Object.hasOwn(attributes, name) ? attributes[name] : null
+        }
+        // Both arrays are used again for the next row: addParts has encoded the values before it returns to wait.
+        await writer.addParts(row.geometry_wkb, fileValues)
       }
     }
   } catch (e) {
