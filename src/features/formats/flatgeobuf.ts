@@ -19,7 +19,6 @@ import { Crs } from 'flatgeobuf/lib/mjs/flat-geobuf/crs.js'
 import { GeometryType } from 'flatgeobuf/lib/mjs/flat-geobuf/geometry-type.js'
 import { Header } from 'flatgeobuf/lib/mjs/flat-geobuf/header.js'
 import { Feature as FgbFeature } from 'flatgeobuf/lib/mjs/flat-geobuf/feature.js'
-import { Geometry as FgbGeometry } from 'flatgeobuf/lib/mjs/flat-geobuf/geometry.js'
 import { type IParsedGeometry, buildGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
 import { parseGC, parseGeometry } from 'flatgeobuf/lib/mjs/geojson/geometry.js'
 import type { HeaderMeta } from 'flatgeobuf/lib/mjs/header-meta.js'
@@ -57,7 +56,7 @@ class Entries {
   lengths = new Uint32Array(1024)
   count = 0
 
-  push (box: ArrayLike<number>, offset: number, length: number): void {
+  push (box: readonly number[], offset: number, length: number): void {
     if (this.count === this.offsets.length) {
       const grow = <T extends Float64Array | Uint32Array>(a: T, n: number): T => { const b = new (a.constructor as new (n: number) => T)(n); b.set(a); return b }
       this.boxes = grow(this.boxes, this.boxes.length * 2)
@@ -127,73 +126,40 @@ function boxOf (xy: readonly number[], parts: readonly IParsedGeometry[] | undef
 }
 
 /**
- * A Polygon or MultiPolygon (what sources hold) from its WKB (ST_AsBinary), built into `b` as
- * FlatGeobuf's Geometry table (as the package's buildGeometry builds a parsed one: ring ends
- * only when there is more than one ring, a MultiPolygon's polygons as parts), its coordinates
- * read straight from the WKB into the builder and into `box` (minX, minY, maxX, maxY, widened):
- * no array a feature, where wkx would make an object of every vertex.
+ * A Polygon or MultiPolygon (what sources hold) from its WKB (ST_AsBinary), in the flatgeobuf
+ * package's parsed form, read straight into the coordinate array: wkx would make an object of
+ * every vertex, for a geometry that is copied into the file at once.
  */
-export function buildWkb (b: flatbuffers.Builder, wkb: Uint8Array, box: Float64Array): { offset: flatbuffers.Offset, type: 'Polygon' | 'MultiPolygon' } {
+export function parsedWkb (wkb: Uint8Array): { parsed: IParsedGeometry, type: string } {
   const view = new DataView(wkb.buffer, wkb.byteOffset, wkb.byteLength)
-  const polygon = (start: number): { offset: flatbuffers.Offset, end: number } => {
-    const little = view.getUint8(start) === 1
-    const code = view.getUint32(start + 1, little)
+  let at = 0
+  const polygon = (): IParsedGeometry => {
+    const little = view.getUint8(at) === 1
+    const code = view.getUint32(at + 1, little)
     if (code !== 3) throw new Error(`WKB geometry type ${code} where a Polygon was expected`)
-    const rings = view.getUint32(start + 5, little)
-    // Where each ring's coordinates start, and how many points it has (a first pass: the vectors
-    // are written back to front).
-    const starts: number[] = []
-    const counts: number[] = []
-    let at = start + 9
-    let points = 0
+    at += 5
+    const rings = view.getUint32(at, little)
+    at += 4
+    const xy: number[] = []
+    const ends: number[] = []
     for (let r = 0; r < rings; r++) {
-      const n = view.getUint32(at, little)
-      starts.push(at + 4)
-      counts.push(n)
-      points += n
-      at += 4 + 16 * n
+      const points = view.getUint32(at, little)
+      at += 4
+      for (let i = 0; i < 2 * points; i++, at += 8) xy.push(view.getFloat64(at, little))
+      ends.push(xy.length / 2)
     }
-    b.startVector(8, 2 * points, 8)
-    for (let r = rings - 1; r >= 0; r--) {
-      const first = starts[r] as number
-      for (let i = 2 * (counts[r] as number) - 1; i >= 0; i--) {
-        const v = view.getFloat64(first + 8 * i, little)
-        b.addFloat64(v)
-        const k = i & 1
-        if (v < (box[k] as number)) box[k] = v
-        if (v > (box[k + 2] as number)) box[k + 2] = v
-      }
-    }
-    const xy = b.endVector()
-    let ends = 0
-    if (rings > 1) {
-      b.startVector(4, rings, 4)
-      let end = points
-      for (let r = rings - 1; r >= 0; r--) { b.addInt32(end); end -= counts[r] as number }
-      ends = b.endVector()
-    }
-    FgbGeometry.startGeometry(b)
-    if (ends !== 0) FgbGeometry.addEnds(b, ends)
-    FgbGeometry.addXy(b, xy)
-    FgbGeometry.addType(b, GeometryType.Polygon)
-    return { offset: FgbGeometry.endGeometry(b), end: at }
+    // As the package's own parseGeometry: the ring ends only when there is more than one ring.
+    return { xy, ends: rings > 1 ? ends : undefined, type: GeometryType.Polygon } as IParsedGeometry
   }
   const little = view.getUint8(0) === 1
   const code = view.getUint32(1, little)
-  if (code === 3) return { offset: polygon(0).offset, type: 'Polygon' }
+  if (code === 3) return { parsed: polygon(), type: 'Polygon' }
   if (code !== 6) throw new Error(`WKB geometry type ${code}: sources hold Polygons and MultiPolygons`)
   const count = view.getUint32(5, little)
-  const parts: flatbuffers.Offset[] = []
-  for (let i = 0, at = 9; i < count; i++) {
-    const part = polygon(at)
-    parts.push(part.offset)
-    at = part.end
-  }
-  const partsVector = FgbGeometry.createPartsVector(b, parts)
-  FgbGeometry.startGeometry(b)
-  FgbGeometry.addParts(b, partsVector)
-  FgbGeometry.addType(b, GeometryType.MultiPolygon)
-  return { offset: FgbGeometry.endGeometry(b), type: 'MultiPolygon' }
+  at = 9
+  const parts: IParsedGeometry[] = []
+  for (let i = 0; i < count; i++) parts.push(polygon())
+  return { parsed: { xy: [], parts, type: GeometryType.MultiPolygon } as unknown as IParsedGeometry, type: 'MultiPolygon' }
 }
 
 /** A feature's properties in FlatGeobuf's encoding (column index, then value), written into one buffer that grows as needed. */
@@ -274,7 +240,6 @@ export class FlatGeobufWriter {
   // new ones each time), and the encoded features gathered into OUT_CHUNK-sized writes.
   private readonly builder = new flatbuffers.Builder(1024)
   private readonly properties = new PropertyBytes()
-  private readonly box = new Float64Array(4)
   private pending = Buffer.allocUnsafe(OUT_CHUNK)
   private pendingLength = 0
 
@@ -304,7 +269,7 @@ export class FlatGeobufWriter {
     // Own members only: an attribute may be named toString or __proto__, and a Feature without
     // it must not hand the column Object.prototype's.
     const properties = f.properties
-    await this.encode(parsed, (this.columns ?? []).map((c) => c.name === 'id' ? f.id : properties != null && Object.hasOwn(properties, c.name) ? properties[c.name] : null), f.geometry.type)
+    await this.encode(f.geometry.type, parsed, (this.columns ?? []).map((c) => c.name === 'id' ? f.id : properties != null && Object.hasOwn(properties, c.name) ? properties[c.name] : null))
   }
 
   /**
@@ -313,15 +278,14 @@ export class FlatGeobufWriter {
    * values in the columns' order (columnNames), which saves a million exports' worth of objects.
    */
   async addParts (wkb: Uint8Array, first: { id: string, properties: Record<string, unknown> } | readonly unknown[]): Promise<void> {
+    const { parsed, type } = parsedWkb(wkb)
     if (!Array.isArray(first)) {
       const { id, properties } = first as { id: string, properties: Record<string, unknown> }
-      // The geometry's type, for the header, from the WKB's type code.
-      const code = new DataView(wkb.buffer, wkb.byteOffset, wkb.byteLength).getUint32(1, wkb[0] === 1)
-      if (this.meta === undefined) await this.start({ type: 'Feature', id, geometry: { type: code === 6 ? 'MultiPolygon' : 'Polygon', coordinates: [] }, properties })
-      await this.encode(wkb, this.columnNames().map((name) => name === 'id' ? id : Object.hasOwn(properties, name) ? properties[name] : null))
+      if (this.meta === undefined) await this.start({ type: 'Feature', id, geometry: { type, coordinates: [] }, properties })
+      await this.encode(type, parsed, this.columnNames().map((name) => name === 'id' ? id : Object.hasOwn(properties, name) ? properties[name] : null))
       return
     }
-    await this.encode(wkb, first)
+    await this.encode(type, parsed, first)
   }
 
   /** The columns' names (once the first Feature is added): id, then its properties'. */
@@ -329,33 +293,22 @@ export class FlatGeobufWriter {
     return (this.columns ?? []).map((c) => c.name)
   }
 
-  /** Encodes a feature: its geometry parsed from GeoJSON (with its type), or as WKB; its values in the columns' order. */
-  private async encode (geometry: IParsedGeometry | Uint8Array, values: readonly unknown[], geoJsonType?: string): Promise<void> {
-    const props = this.properties.encode(this.columns ?? [], values)
-    const b = this.builder
-    b.clear()
-    const propsOffset = props.length > 0 ? b.createByteVector(props) : 0
-    const box = this.box
-    box[0] = box[1] = Infinity
-    box[2] = box[3] = -Infinity
-    let geometryOffset: flatbuffers.Offset
-    let type: string
-    if (geometry instanceof Uint8Array) {
-      ({ offset: geometryOffset, type } = buildWkb(b, geometry, box))
-    } else {
-      geometryOffset = buildGeometry(b, geometry)
-      type = geoJsonType as string
-      box.set(boxOf(geometry.xy, geometry.parts))
-    }
+  private async encode (type: string, parsed: IParsedGeometry, values: readonly unknown[]): Promise<void> {
     // The header's geometry type is the one every feature has, or Unknown when they differ (a
     // Polygon beside a MultiPolygon): readers take a feature's own type only under Unknown, and
     // would read a MultiPolygon as the header's Polygon.
     if (GEOMETRY_TYPE[type] !== this.geometryType) this.geometryType = GeometryType.Unknown
+    const props = this.properties.encode(this.columns ?? [], values)
+    const b = this.builder
+    b.clear()
+    const propsOffset = props.length > 0 ? b.createByteVector(props) : 0
+    const geometry = buildGeometry(b, parsed)
     FgbFeature.startFeature(b)
-    FgbFeature.addGeometry(b, geometryOffset)
+    FgbFeature.addGeometry(b, geometry)
     if (propsOffset !== 0) FgbFeature.addProperties(b, propsOffset)
     b.finishSizePrefixed(FgbFeature.endFeature(b))
     const bytes = b.asUint8Array()
+    const box = boxOf(parsed.xy, parsed.parts)
     this.extent[0] = Math.min(this.extent[0]!, box[0]!)
     this.extent[1] = Math.min(this.extent[1]!, box[1]!)
     this.extent[2] = Math.max(this.extent[2]!, box[2]!)
