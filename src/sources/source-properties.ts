@@ -291,8 +291,9 @@ export interface FeatureColumn { name: PropertyName, type: PropertyType, json: b
  * each value itself instead of parsing the Feature's text (the FlatGeobuf export: making the text
  * was most of PostgreSQL's time, parsing it much of Node's; docs/performance.md): `geometry_wkb`,
  * the geometry as WKB in the output CRS (its axes as the output says), then each property
- * featureText returns, in its order, under its own name (featureColumnList says how each comes), then
- * `attributes_json`, the attributes featureText returns as a JSON object's text (NULL: none).
+ * featureText returns, in its order, under its own name (featureColumnList says how each
+ * comes), then `attributes_json`, the attributes featureText returns as a JSON object's text
+ * (NULL: none).
  */
 export function featureColumns (c: SourceColumns, conflicts: ConflictSummary, out: FeatureOutput = {}): RawBuilder<unknown> {
   const values = chosenProperties(false, out).map(([name, p]) => {

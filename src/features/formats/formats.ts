@@ -2,9 +2,9 @@
 // of them: GeoJSON is features.pager.ts's own; the others are made from the same Feature texts,
 // one chunk (one query) at a time, so they stream and page as GeoJSON does: the sequences pass
 // the texts through, CSV and FlatGeobuf parse them. The CLI's FlatGeobuf export reads each
-// Feature in parts instead (flatGeobufOfRows), neither made as text nor parsed. A streamed text page cannot know its next
-// link before its headers are sent, so the next link (a Link header) comes with pages of at most
-// one query and with FlatGeobuf (made whole before sending).
+// Feature in parts instead (flatGeobufOfRows), neither made as text nor parsed. A streamed text
+// page cannot know its next link before its headers are sent, so the next link (a Link header)
+// comes with pages of at most one query and with FlatGeobuf (made whole before sending).
 import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { FeatureRow } from '../../sources/sources.listing.js'
