@@ -191,7 +191,7 @@ class PropertyBytes {
           break
         case 'integer': {
           if (typeof v !== 'number' || !Number.isSafeInteger(v)) continue
-          // Long, as two 32-bit halves: no BigInt a value.
+          // Long, as two 32-bit halves, without making a BigInt of each value.
           const hi = Math.floor(v / 0x1_0000_0000)
           this.room(10)
           this.buf.writeUInt16LE(i, this.length)
@@ -275,7 +275,7 @@ export class FlatGeobufWriter {
   /**
    * The same for a Feature in parts, its geometry as WKB (a Polygon or a MultiPolygon). The first
    * gives the columns (its id and properties, as add's Feature would); each after it gives its
-   * values in the columns' order (columnNames), which saves a million exports' worth of objects.
+   * values in the columns' order (columnNames): no properties object a feature.
    */
   async addParts (wkb: Uint8Array, first: { id: string, properties: Record<string, unknown> } | readonly unknown[]): Promise<void> {
     const { parsed, type } = parsedWkb(wkb)
