@@ -27,6 +27,7 @@ import type { CrsCatalogue } from '../sources/crs.js'
 import { featureChunks, featureRowChunks } from './features.pager.js'
 import { parseItemsQuery } from './features.query.js'
 import { fileAxes, flatGeobufOfRows, formatLines } from './formats/formats.js'
+import { columnsOfTypes } from './formats/columns.js'
 
 export const EXPORT_FORMATS = ['fgb', 'geojsonseq', 'ndjson', 'csv'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -65,10 +66,16 @@ export async function exportSources (
     if (!out.write(chunk)) await once(out, 'drain')
   }
   try {
+    // CSV and FlatGeobuf name their columns before their rows: every attribute of the matches,
+    // each typed to hold all its values (a number beside a string: a string column), read first
+    // in one pass, so that no value is left out of the file.
+    const attributes = options.format === 'fgb' || options.format === 'csv'
+      ? columnsOfTypes(await store.attributeTypes({ scope, filter: parsed.filter, page: { sort: parsed.sort, limit: rowsPerQuery }, cap: 0, output: page.parsed.output }))
+      : undefined
     if (options.format === 'fgb') {
-      for await (const chunk of await flatGeobufOfRows(featureRowChunks(page), page.parsed.output, counted)) await write(chunk)
+      for await (const chunk of await flatGeobufOfRows(featureRowChunks(page), page.parsed.output, counted, attributes)) await write(chunk)
     } else {
-      for await (const text of formatLines(options.format, featureChunks(page), counted)) await write(text)
+      for await (const text of formatLines(options.format, featureChunks(page), counted, attributes)) await write(text)
     }
     out.end()
     await once(out, 'close')

@@ -364,13 +364,31 @@ export const RESERVED_NAMES: ReadonlySet<string> = new Set(propertiesWhere((p) =
  * never holds a name twice. With `properties=`, only the attributes it names.
  */
 function attributesInner (attributes: RawBuilder<unknown>, chosen: readonly string[] | undefined): RawBuilder<string> | undefined {
-  const named = chosen?.filter((name) => !RESERVED_NAMES.has(name))
+  const named = namedAttributes(chosen)
   if (named !== undefined && named.length === 0) return undefined
   const kept = named === undefined
-    ? sql`(${attributes} - ${sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)}::text[])`
-    : sql`(SELECT coalesce(jsonb_object_agg(a.key, a.value), '{}'::jsonb) FROM jsonb_each(${attributes}) a WHERE a.key = ANY (${sql.lit(`{${named.map((n) => JSON.stringify(n)).join(',')}}`)}::text[]))`
+    ? sql`(${attributes} - ${RESERVED_ARRAY}::text[])`
+    : sql`(SELECT coalesce(jsonb_object_agg(a.key, a.value), '{}'::jsonb) FROM jsonb_each(${attributes}) a WHERE a.key = ANY (${namesArray(named)}::text[]))`
   // The object's text without its braces (NULL when nothing is left), the jsonb computed once.
   return sql<string>`CASE WHEN ${attributes} = '{}'::jsonb THEN NULL ELSE nullif(left(substr(${kept}::text, 2), -1), '') END`
+}
+
+/** The attribute names `properties=` gives (its returned properties left out); undefined: every attribute. */
+const namedAttributes = (chosen: readonly string[] | undefined): string[] | undefined => chosen?.filter((name) => !RESERVED_NAMES.has(name))
+
+/** Names as a text[] literal. */
+const namesArray = (names: readonly string[]): RawBuilder<unknown> => sql.lit(`{${names.map((n) => JSON.stringify(n)).join(',')}}`)
+
+const RESERVED_ARRAY = sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)
+
+/**
+ * The attributes a read's Features hold (attributesInner's members) as the rows of a set over
+ * `attributes`: each member's key and value; undefined when `properties=` names none.
+ */
+export function attributeMembers (attributes: RawBuilder<unknown>, chosen: readonly string[] | undefined): RawBuilder<{ key: string, value: unknown }> | undefined {
+  const named = namedAttributes(chosen)
+  if (named !== undefined && named.length === 0) return undefined
+  return sql`(SELECT a.key, a.value FROM jsonb_each(${attributes}) AS a WHERE ${named === undefined ? sql`NOT a.key = ANY (${RESERVED_ARRAY}::text[])` : sql`a.key = ANY (${namesArray(named)}::text[])`})`
 }
 
 /** The JSON Schema format of a property in the schema and queryables documents. */

@@ -14,7 +14,7 @@ import {
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, countSources, listFirstSources, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type AttributeTypes, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, attributeTypes, countSources, listFirstSources, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -59,6 +59,8 @@ export interface SourceStore {
   listRange: (input: ListInput) => Promise<RangePage>
   /** The same, each Feature in parts (listRangeRows): for the FlatGeobuf export. */
   listRangeRows: (input: ListInput) => Promise<RangePage<FeatureRow[]>>
+  /** The matches' attributes and the JSON types of their values (attributeTypes): a bulk export's columns. */
+  attributeTypes: (input: ListInput) => Promise<AttributeTypes[]>
   /** How many sources match, undefined beyond input.cap (countSources). */
   count: (input: ListInput) => Promise<number | undefined>
   /** The bounding box and time span of the sources in a scope. */
@@ -195,6 +197,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     rangeBounds: (input) => rangeBounds(run, input),
     listRange: (input) => listRange(run, input),
     listRangeRows: (input) => listRangeRows(run, input),
+    attributeTypes: (input) => attributeTypes(db, input),
     count: (input) => countSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)

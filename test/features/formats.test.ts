@@ -179,6 +179,27 @@ t.test('FlatGeobuf and CSV: an attribute named after an Object.prototype member,
   t.notMatch(csv, /undefined|function|\[object/, 'CSV: empty on the later Feature, not Object.prototype\'s')
 })
 
+t.test('FlatGeobuf and CSV pages: a column for an attribute only a later Feature holds, and one for values of two types', async (t) => {
+  // The columns come from every Feature of the page's query, not from its first alone.
+  const editorE = await session(ctx, 'editor', 'org-e')
+  const props = (start: string, attributes: Record<string, unknown>) => ({ start_at: start, end_at: '2024-12-31T00:00:00Z', ...attributes })
+  await seed(editorE.headers, [
+    { ...feature('e-0', { coordinates: box(60, 60) }), properties: props('2024-01-01T00:00:00Z', { height: 3 }) },
+    { ...feature('e-1', { coordinates: box(61, 61) }), properties: props('2024-02-01T00:00:00Z', { height: 'tall', colour: 'red' }) }
+  ])
+  const res = await app.inject({ method: 'GET', url: '/collections/sources/items?limit=10&f=fgb&sortby=start_at', headers: editorE.headers })
+  t.equal(res.statusCode, 200, res.statusCode === 200 ? 'a FlatGeobuf file' : res.body)
+  const features: Array<{ properties: Record<string, unknown> }> = []
+  for await (const f of deserialize(new Uint8Array(res.rawPayload)) as AsyncGenerator<{ properties: Record<string, unknown> }>) features.push(f)
+  const byFeatureId = new Map(features.map((f) => [f.properties.feature_id, f.properties]))
+  t.same([byFeatureId.get('e-0')?.height, byFeatureId.get('e-1')?.height], ['3', 'tall'], 'a number beside a string: both, as text')
+  t.equal(byFeatureId.get('e-1')?.colour, 'red', 'the later Feature\'s own attribute')
+  const csv = (await app.inject({ method: 'GET', url: '/collections/sources/items?limit=10&f=csv&sortby=start_at', headers: editorE.headers })).body
+  const [header, first, second] = csv.split('\r\n')
+  const at = (row: string | undefined, name: string): string | undefined => row?.replace(/"[^"]*"/g, 'W').split(',')[(header ?? '').split(',').indexOf(name)]
+  t.same([at(first, 'height'), at(second, 'height'), at(second, 'colour')], ['3', 'tall', 'red'], 'CSV: the same columns')
+})
+
 t.test('an empty page in every format is still a file GDAL opens', { skip: hasGdal ? false : 'gdal-bin is not installed' }, async (t) => {
   for (const [f, ext] of [['fgb', 'fgb'], ['csv', 'csv']]) {
     const file = await download(`/collections/sources/items?f=${f}&feature_id=none`, `empty.${ext}`)

@@ -21,9 +21,8 @@ import { Header } from 'flatgeobuf/lib/mjs/flat-geobuf/header.js'
 import { Feature as FgbFeature } from 'flatgeobuf/lib/mjs/flat-geobuf/feature.js'
 import { type IParsedGeometry, buildGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
 import { parseGC, parseGeometry } from 'flatgeobuf/lib/mjs/geojson/geometry.js'
-import type { HeaderMeta } from 'flatgeobuf/lib/mjs/header-meta.js'
 import { generateLevelBounds } from 'flatgeobuf/lib/mjs/packedrtree.js'
-import { type Column, type ColumnKind, type OutFeature, columnsOf } from './columns.js'
+import { type Column, type ColumnKind, type OutFeature, attributeColumns, columnsOf } from './columns.js'
 
 const MAGIC = Uint8Array.of(0x66, 0x67, 0x62, 0x03, 0x66, 0x67, 0x62, 0x00)
 const NODE_SIZE = 16
@@ -174,7 +173,10 @@ class PropertyBytes {
     this.buf = grown
   }
 
-  /** The bytes of the feature's properties (`values` in the columns' order), by the columns' kinds; a value of another type is null (left out). */
+  /**
+   * The bytes of the feature's properties (`values` in the columns' order), by the columns'
+   * kinds; a value a column cannot hold (a string in a number or boolean column) is left out.
+   */
   encode (columns: readonly Column[], values: readonly unknown[]): Uint8Array {
     this.length = 0
     for (let i = 0; i < columns.length; i++) {
@@ -208,9 +210,11 @@ class PropertyBytes {
           this.length += 10
           break
         default: {
-          if ((c.kind === 'string' || c.kind === 'timestamp') && typeof v !== 'string') continue
-          // JSON.stringify gives undefined for what JSON cannot hold (a function): left out.
-          const text = c.kind === 'json' ? JSON.stringify(v) as string | undefined : v as string
+          if (c.kind === 'timestamp' && typeof v !== 'string') continue
+          // A string column holds an attribute's other values as their JSON text (widerKind:
+          // columns.ts), as a JSON column holds all of them. JSON.stringify gives undefined for
+          // what JSON cannot hold (a function): left out.
+          const text = typeof v === 'string' && c.kind !== 'json' ? v : JSON.stringify(v) as string | undefined
           if (text === undefined) continue
           this.room(6 + 3 * text.length)
           this.buf.writeUInt16LE(i, this.length)
@@ -229,7 +233,6 @@ class PropertyBytes {
 /** A FlatGeobuf file with its index, made from Features added one by one (add, or addParts), then read out (finish). */
 export class FlatGeobufWriter {
   private columns?: Column[]
-  private meta?: HeaderMeta
   private geometryType?: GeometryType
   private readonly entries = new Entries()
   private readonly extent = [Infinity, Infinity, -Infinity, -Infinity]
@@ -246,22 +249,28 @@ export class FlatGeobufWriter {
   /** `srid`: the EPSG code in the header; the coordinates are x (east), y (north), as GDAL reads FlatGeobuf. */
   constructor (private readonly srid = 4326) {}
 
-  private async start (first: OutFeature): Promise<void> {
+  private async start (features: readonly OutFeature[], attributes?: readonly Column[]): Promise<void> {
     // The Feature's id as the first column: FlatGeobuf's own feature ids are row numbers.
-    this.columns = [{ name: 'id', kind: typeof first.id === 'number' ? 'integer' : 'string' }, ...columnsOf(first).filter((c) => c.name !== 'id')]
-    this.geometryType = first.geometry === null ? GeometryType.Unknown : GEOMETRY_TYPE[first.geometry.type] ?? GeometryType.Unknown
-    this.meta = {
-      geometryType: this.geometryType,
-      columns: this.columns.map((c) => ({ name: c.name, type: COLUMN_TYPE[c.kind], title: null, description: null, width: -1, precision: -1, scale: -1, nullable: true, unique: false, primary_key: false })),
-      envelope: null, featuresCount: 0, indexNodeSize: NODE_SIZE, crs: null, title: null, description: null, metadata: null
-    }
+    this.columns = [{ name: 'id', kind: typeof features[0]?.id === 'number' ? 'integer' : 'string' }, ...columnsOf(features, attributes).filter((c) => c.name !== 'id')]
     this.dir = await mkdtemp(join(tmpdir(), 'fgb-'))
     this.file = createWriteStream(join(this.dir, 'features'))
   }
 
+  /**
+   * The columns, from Features like these and the attributes known before them (columnsOf),
+   * before the first Feature is added; after,
+   * a column for each attribute that none of the Features before held (attributeColumns). Its
+   * header is written last, so a column may come at any time; a value of a kind its column
+   * cannot hold (a later string where every value before was a number) is left out.
+   */
+  async columnsFrom (features: readonly OutFeature[], attributes?: readonly Column[]): Promise<void> {
+    if (this.columns === undefined) return await this.start(features, attributes)
+    this.columns.push(...attributeColumns(features, new Set(this.columns.map((c) => c.name))))
+  }
+
   /** Encodes one Feature to the temporary file. Features without a geometry are left out (the index needs a box). */
   async add (f: OutFeature): Promise<void> {
-    if (this.meta === undefined) await this.start(f)
+    if (this.columns === undefined) await this.start([f])
     if (f.geometry === null) return
     const parsed = f.geometry.type === 'GeometryCollection'
       ? parseGC(f.geometry as unknown as Parameters<typeof parseGC>[0])
@@ -273,22 +282,15 @@ export class FlatGeobufWriter {
   }
 
   /**
-   * The same for a Feature in parts, its geometry as WKB (a Polygon or a MultiPolygon). The first
-   * gives the columns (its id and properties, as add's Feature would); each after it gives its
-   * values in the columns' order (columnNames): no properties object a feature.
+   * The same for a Feature in parts, its geometry as WKB (a Polygon or a MultiPolygon), its
+   * values in the columns' order (columnNames, after columnsFrom): no properties object a feature.
    */
-  async addParts (wkb: Uint8Array, first: { id: string, properties: Record<string, unknown> } | readonly unknown[]): Promise<void> {
+  async addParts (wkb: Uint8Array, values: readonly unknown[]): Promise<void> {
     const { parsed, type } = parsedWkb(wkb)
-    if (!Array.isArray(first)) {
-      const { id, properties } = first as { id: string, properties: Record<string, unknown> }
-      if (this.meta === undefined) await this.start({ type: 'Feature', id, geometry: { type, coordinates: [] }, properties })
-      await this.encode(type, parsed, this.columnNames().map((name) => name === 'id' ? id : Object.hasOwn(properties, name) ? properties[name] : null))
-      return
-    }
-    await this.encode(type, parsed, first)
+    await this.encode(type, parsed, values)
   }
 
-  /** The columns' names (once the first Feature is added): id, then its properties'. */
+  /** The columns' names (once columnsFrom or add has made them): id, then the properties'. */
   columnNames (): string[] {
     return (this.columns ?? []).map((c) => c.name)
   }
@@ -297,7 +299,9 @@ export class FlatGeobufWriter {
     // The header's geometry type is the one every feature has, or Unknown when they differ (a
     // Polygon beside a MultiPolygon): readers take a feature's own type only under Unknown, and
     // would read a MultiPolygon as the header's Polygon.
-    if (GEOMETRY_TYPE[type] !== this.geometryType) this.geometryType = GeometryType.Unknown
+    const own = GEOMETRY_TYPE[type] ?? GeometryType.Unknown
+    if (this.geometryType === undefined) this.geometryType = own
+    else if (own !== this.geometryType) this.geometryType = GeometryType.Unknown
     const props = this.properties.encode(this.columns ?? [], values)
     const b = this.builder
     b.clear()
@@ -337,11 +341,11 @@ export class FlatGeobufWriter {
 
   private header (count: number): Uint8Array {
     const b = new flatbuffers.Builder(1024)
-    const columns = (this.meta?.columns ?? []).map((c) => {
+    const columns = (this.columns ?? []).map((c) => {
       const name = b.createString(c.name)
       FgbColumn.startColumn(b)
       FgbColumn.addName(b, name)
-      FgbColumn.addType(b, c.type)
+      FgbColumn.addType(b, COLUMN_TYPE[c.kind])
       FgbColumn.addNullable(b, true)
       return FgbColumn.endColumn(b)
     })
@@ -426,7 +430,7 @@ export class FlatGeobufWriter {
 
   /** The file's bytes, in chunks; the temporary file is removed when they have been read (or the reading stops). */
   async * finish (): AsyncGenerator<Uint8Array> {
-    if (this.meta === undefined) await this.start({ type: 'Feature', geometry: null, properties: null })
+    if (this.columns === undefined) await this.start([])
     const count = this.entries.count
     try {
       // The last chunk written and the file closed inside the try: a write that fails (a full

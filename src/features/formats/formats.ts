@@ -9,7 +9,7 @@ import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { FeatureRow } from '../../sources/sources.listing.js'
 import { type FeatureOutput, featureColumnList, featurePropertiesOf, featureValuesOf } from '../../sources/source-properties.js'
-import type { OutFeature } from './columns.js'
+import type { Column, OutFeature } from './columns.js'
 import { FlatGeobufWriter } from './flatgeobuf.js'
 import { CsvWriter, seqRecords } from './text-formats.js'
 
@@ -51,7 +51,7 @@ export function fileAxes (input: ItemsPage, key: string): ItemsPage {
  * A text format's lines, as one string per chunk of Feature texts; `counted` hears how many
  * Features each chunk held.
  */
-async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<string>, counted?: (n: number) => void): AsyncGenerator<string> {
+async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncIterable<string>, counted?: (n: number) => void, attributes?: readonly Column[]): AsyncGenerator<string> {
   if (key !== 'csv') {
     for await (const chunk of source) {
       const { text, count } = seqRecords(chunk, key === 'geojsonseq')
@@ -66,19 +66,22 @@ async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncI
     const batch = parseChunk(chunk)
     counted?.(batch.length)
     let text = ''
-    if (first) text += csv.header(batch[0])
+    if (first) text += csv.header(batch, attributes)
     first = false
     for (const f of batch) text += csv.row(f)
     yield text
   }
-  if (first) yield csv.header(undefined)
+  if (first) yield csv.header([], attributes)
 }
 
 /** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
 export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 4326): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(srid)
   try {
-    for await (const batch of source) for (const f of batch) await writer.add(f)
+    for await (const batch of source) {
+      await writer.columnsFrom(batch)
+      for (const f of batch) await writer.add(f)
+    }
   } catch (e) {
     await writer.abort()
     throw e
@@ -91,36 +94,43 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
  * the same features as from their texts, without PostgreSQL making the texts and Node parsing
  * them (docs/performance.md). `counted` as textLines'.
  */
-export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void): Promise<AsyncGenerator<Uint8Array>> {
+export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(output.crs?.srid)
   const columns = featureColumnList(output)
   // Where each of the file's columns is in a row's values (rowValues): its id (-1), a returned
-  // property's position, or an attribute (-2), the columns being those of the first row.
-  let from: number[] | undefined
+  // property's position, or an attribute (-2); made again when a chunk brings a new attribute.
+  let from: number[] = []
   let names: string[] = []
   const rowValues: unknown[] = []
   const fileValues: unknown[] = []
+  const known = new Set<string>()
   try {
     for await (const rows of chunks) {
       counted?.(rows.length)
-      for (const row of rows) {
-        if (from === undefined) {
-          await writer.addParts(row.geometry_wkb, { id: row.id, properties: featurePropertiesOf(row, columns) })
-          names = writer.columnNames()
-          from = names.map((name) => name === 'id' ? -1 : columns.findIndex((c) => c.name === name) === -1 ? -2 : columns.findIndex((c) => c.name === name))
-          continue
-        }
+      const rowAttributes = rows.map((row) => typeof row.attributes_json === 'string' ? JSON.parse(row.attributes_json) as Record<string, unknown> : undefined)
+      // The columns from the first chunk's Features (their properties as featureText's), and a
+      // column for each attribute a later chunk brings.
+      if (names.length === 0 || rowAttributes.some((a) => a !== undefined && Object.keys(a).some((name) => !known.has(name)))) {
+        await writer.columnsFrom(names.length === 0
+          ? rows.map((row) => ({ type: 'Feature' as const, id: row.id, geometry: null, properties: featurePropertiesOf(row, columns) }))
+          : rowAttributes.map((a) => ({ type: 'Feature' as const, geometry: null, properties: a ?? null })), attributes)
+        names = writer.columnNames()
+        for (const name of names) known.add(name)
+        from = names.map((name) => name === 'id' ? -1 : columns.findIndex((c) => c.name === name) === -1 ? -2 : columns.findIndex((c) => c.name === name))
+      }
+      for (const [r, row] of rows.entries()) {
         const values = featureValuesOf(row, columns, rowValues)
-        const attributes = typeof row.attributes_json === 'string' ? JSON.parse(row.attributes_json) as Record<string, unknown> : undefined
+        const a = rowAttributes[r]
         for (let i = 0; i < from.length; i++) {
           const at = from[i] as number
           const name = names[i] as string
-          fileValues[i] = at === -1 ? row.id : at >= 0 ? values[at] : attributes !== undefined && Object.hasOwn(attributes, name) ? attributes[name] : null
+          fileValues[i] = at === -1 ? row.id : at >= 0 ? values[at] : a !== undefined && Object.hasOwn(a, name) ? a[name] : null
         }
         // Both arrays are used again for the next row: addParts has encoded the values before it returns to wait.
         await writer.addParts(row.geometry_wkb, fileValues)
       }
     }
+    if (names.length === 0) await writer.columnsFrom([], attributes)
   } catch (e) {
     await writer.abort()
     throw e

@@ -76,9 +76,14 @@ function csvValue (v: unknown): string {
 export class CsvWriter {
   private columns?: Column[]
 
-  /** The header line, from the first Feature (or the registry when there is none). */
-  header (first: OutFeature | undefined): string {
-    this.columns = columnsOf(first)
+  /**
+   * The header line, from the first chunk's Features and the attributes known before them
+   * (columnsOf; the registry's when there are none). A later chunk cannot add a column: on a
+   * streamed page, an attribute that none of the first chunk's Features holds is not in the file
+   * (the CLI's export knows every attribute before its first row: bulk.ts).
+   */
+  header (features: readonly OutFeature[], attributes?: readonly Column[]): string {
+    this.columns = columnsOf(features, attributes)
     return `WKT,id${this.columns.map((c) => `,${csvField(c.name)}`).join('')}\r\n`
   }
 
