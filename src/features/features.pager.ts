@@ -14,7 +14,7 @@ const STREAM_FIRST_ROWS = 10
 const STREAM_CHUNK_BYTES = 128 * 1024
 
 export interface ItemsPage {
-  store: Pick<SourceStore, 'list' | 'listFirst' | 'listRange' | 'listRangeRows' | 'rangeBounds' | 'count'>
+  store: Pick<SourceStore, 'list' | 'listFirst' | 'listRange' | 'listRangeRows' | 'rangeBounds' | 'count' | 'pageAttributeTypes'>
   scope: Scope
   /** The parsed query: filter, sort, limit and, from a cursor, where the page starts. */
   parsed: ParsedItems

@@ -37,6 +37,7 @@ export function replicaSourceStore (primary: SourceStore, replicas: Replicas, st
     find: (id, scope, output) => read((s) => s.find(id, scope, output)),
     list: (input) => read((s) => s.list(input)),
     listFirst: (input) => read((s) => s.listFirst(input)),
+    pageAttributeTypes: (input) => read((s) => s.pageAttributeTypes(input)),
     extent: (scope) => read((s) => s.extent(scope)),
     insert: async (insert) => {
       const conflicts = await primary.insert(insert)

@@ -376,8 +376,8 @@ function attributesInner (attributes: RawBuilder<unknown>, chosen: readonly stri
 /** The attribute names `properties=` gives (its returned properties left out); undefined: every attribute. */
 const namedAttributes = (chosen: readonly string[] | undefined): string[] | undefined => chosen?.filter((name) => !RESERVED_NAMES.has(name))
 
-/** Names as a text[] literal. */
-const namesArray = (names: readonly string[]): RawBuilder<unknown> => sql.lit(`{${names.map((n) => JSON.stringify(n)).join(',')}}`)
+/** Names as a text[] literal: each in double quotes, its quotes and backslashes escaped as an array literal escapes them. */
+const namesArray = (names: readonly string[]): RawBuilder<unknown> => sql.lit(`{${names.map((n) => `"${n.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`)
 
 const RESERVED_ARRAY = sql.lit(`{${[...RESERVED_NAMES].join(',')}}`)
 

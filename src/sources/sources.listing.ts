@@ -198,7 +198,13 @@ const plusOne = (n: number) => sql<number>`${n}::int8 + 1`
  * says there is a next page) and only their rows are formatted: GeoJSON and dates are not made
  * for the thousands of matches a sort passes over.
  */
-export function listPageQuery (db: Db, { scope, filter, page, output }: ListInput) {
+export function listPageQuery (db: Db, input: ListInput) {
+  const { page, output } = input
+  return compilable(db, aggregatedPage(pageSources(pageChoice(db, input, plusOne(page.limit)), page), page, output))
+}
+
+/** A page's ids and sort values, the first `limit` of them in the page's order (listPageQuery's choice). */
+function pageChoice (db: Db, { scope, filter, page }: ListInput, limit: RawBuilder<number>): RawBuilder<unknown> {
   let ids = filtered(db, scope, filter).select(['id', ...sortColumns(page)])
   const after = page.after
   if (after !== undefined) ids = ids.where(afterPosition(page, after))
@@ -210,8 +216,7 @@ export function listPageQuery (db: Db, { scope, filter, page, output }: ListInpu
   // sorting by id, it would sort all of them (up to 10,001) whenever it expected few rows, as
   // for the rows after a cursor in one organisation (test/sources/list-plan.test.ts).
   const bounded = ids.orderBy(rowOrder(page)).limit(sql.lit(PAGE_ROWS_MAX))
-  const chosen = sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${plusOne(page.limit)})`
-  return compilable(db, aggregatedPage(pageSources(chosen, page), page, output))
+  return sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${limit})`
 }
 
 /** How many ranges one rangeBoundsQuery cuts: at most this many times page.limit ids per statement. */
@@ -350,11 +355,21 @@ export interface AttributeTypes { name: string, types: string[] }
  * export's CSV and FlatGeobuf columns, known before their first row; one pass over the matches.
  */
 export function attributeTypesQuery (db: Db, { scope, filter, output }: ListInput) {
+  return attributeTypesOf(db, sql`(SELECT s.id AS n, s.attributes FROM (${filtered(db, scope, filter).selectAll('sources')}) AS s)`, output)
+}
+
+/** The same for the sources of one page (its first page.limit, in its order): a streamed CSV or FlatGeobuf page's columns. */
+export function pageAttributeTypesQuery (db: Db, input: ListInput) {
+  return attributeTypesOf(db, sql`(${pageSources(pageChoice(db, input, sql<number>`${input.page.limit}::int8`), input.page)})`, input.output)
+}
+
+/** The attributes of `rows` (each with its attributes and n, its place in the reader's order) and the JSON types of their values. */
+function attributeTypesOf (db: Db, rows: RawBuilder<unknown>, output: FeatureOutput | undefined) {
   const members = attributeMembers(ROW.attributes, output?.properties)
   if (members === undefined) return compilable(db, sql<AttributeTypes>`SELECT NULL::text AS name, NULL::text[] AS types WHERE false`)
   return compilable(db, sql<AttributeTypes>`SELECT a.key AS name, array_agg(DISTINCT jsonb_typeof(a.value) ORDER BY jsonb_typeof(a.value)) AS types
-    FROM (${filtered(db, scope, filter).selectAll('sources')}) AS sources CROSS JOIN LATERAL ${members} AS a
-    GROUP BY a.key ORDER BY min(sources.id), octet_length(a.key), a.key COLLATE "C"`)
+    FROM ${rows} AS sources CROSS JOIN LATERAL ${members} AS a
+    GROUP BY a.key ORDER BY min(sources.n), octet_length(a.key), a.key COLLATE "C"`)
 }
 
 /**

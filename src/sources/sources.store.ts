@@ -14,7 +14,7 @@ import {
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type AttributeTypes, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, attributeTypes, countSources, listFirstSources, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type AttributeTypes, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, attributeTypes, countSources, listFirstSources, pageAttributeTypesQuery, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -61,6 +61,8 @@ export interface SourceStore {
   listRangeRows: (input: ListInput) => Promise<RangePage<FeatureRow[]>>
   /** The matches' attributes and the JSON types of their values (attributeTypes): a bulk export's columns. */
   attributeTypes: (input: ListInput) => Promise<AttributeTypes[]>
+  /** The same for one page's sources (pageAttributeTypesQuery): a streamed CSV or FlatGeobuf page's columns. */
+  pageAttributeTypes: (input: ListInput) => Promise<AttributeTypes[]>
   /** How many sources match, undefined beyond input.cap (countSources). */
   count: (input: ListInput) => Promise<number | undefined>
   /** The bounding box and time span of the sources in a scope. */
@@ -198,6 +200,7 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     listRange: (input) => listRange(run, input),
     listRangeRows: (input) => listRangeRows(run, input),
     attributeTypes: (input) => attributeTypes(db, input),
+    pageAttributeTypes: (input) => run(pageAttributeTypesQuery, input),
     count: (input) => countSources(run, input),
     extent: (scope) => sourcesExtent(db, scope),
     geometryProblems: (wkts) => geometryProblems(db, wkts)

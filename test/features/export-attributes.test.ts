@@ -44,11 +44,12 @@ t.teardown(() => db.destroy())
 const editor = await addAccount(db, { role: 'editor', organisation: 'org-h' })
 const dir = await tempDir(t, 'sr-export-attributes-')
 
-// 12 sources, read 3 to a query: the first holds `a` (a number) and `j` (an object); later ones
+// 12 sources, read 3 to a query: the first holds `a` (a number), `j` (an object), and `geometry`
+// and `id` (names the registry has but never returns as properties: attributes); later ones
 // bring `a` as a string, `late`, `j` as an array, `flag` as a boolean then a string, and `only9`
 // in the last range alone.
 const attributes: Record<number, Record<string, unknown>> = {
-  0: { a: 1, j: { k: 0 } },
+  0: { a: 1, j: { k: 0 }, geometry: 'g0', id: 'i0' },
   1: { a: 2.5 },
   5: { a: 'five', late: true },
   9: { only9: 'nine', j: [1, 2] },
@@ -78,6 +79,7 @@ const expected = (n: number): Record<string, unknown> => {
   if ('late' in a) out.late = a.late
   if ('only9' in a) out.only9 = a.only9
   if ('flag' in a) out.flag = asString(a.flag)
+  if ('geometry' in a) out.geometry = a.geometry
   return out
 }
 
@@ -89,7 +91,7 @@ t.test('FlatGeobuf: every attribute of every source, each column holding all its
   t.equal(byFeatureId.size, 12)
   for (let n = 0; n < 12; n++) {
     const p = byFeatureId.get(`h-${n}`) ?? {}
-    const got = Object.fromEntries(['a', 'j', 'late', 'only9', 'flag'].filter((k) => Object.hasOwn(p, k)).map((k) => [k, p[k]]))
+    const got = Object.fromEntries(['a', 'j', 'late', 'only9', 'flag', 'geometry'].filter((k) => Object.hasOwn(p, k)).map((k) => [k, p[k]]))
     t.same(got, expected(n), `h-${n}: its attributes`)
   }
   if (spawnSync('ogrinfo', ['--version']).status === 0) {
@@ -99,6 +101,8 @@ t.test('FlatGeobuf: every attribute of every source, each column holding all its
     t.match(info, /\nonly9: String/, 'an attribute of the last range alone')
     t.match(info, /\nflag: String/, 'a boolean beside a string')
     t.match(info, /\nj: String/, 'an object beside an array: a JSON column (GDAL 3.6 lists it as a String)')
+    t.equal(info.match(/\ngeometry: /g)?.length, 1, 'one geometry column (the attribute\'s)')
+    t.equal(info.match(/\nid: /g)?.length, 1, 'one id column (the Feature\'s: an attribute named id is not one)')
   }
 })
 
@@ -107,6 +111,8 @@ t.test('CSV: a column for every attribute, however late it comes', async (t) => 
   const [header, ...rows] = text.split('\r\n').filter((l) => l !== '')
   const names = (header as string).split(',')
   for (const name of ['a', 'j', 'late', 'only9', 'flag']) t.ok(names.includes(name), `a ${name} column`)
+  t.equal(names.filter((n) => n === 'geometry').length, 1, 'one geometry column (the attribute\'s)')
+  t.equal(names.filter((n) => n === 'id').length, 2, 'the Feature\'s id, then the attribute named id')
   const cell = (n: number, name: string): string | undefined => {
     const row = rows.find((r) => r.includes(`,h-${n},`))
     // No quoted field holds a comma in these rows but j's JSON: read j last, by its quotes.

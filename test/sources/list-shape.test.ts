@@ -9,7 +9,7 @@ import t from 'tap'
 import { queryBuilder } from '../../src/db/compiled-query.js'
 import { checkFilter } from '../../src/features/filters/cql2.js'
 import { searchBoxes } from '../../src/sources/search-box.js'
-import { LIST_INPUT_SHAPE_KEYS, type ListFilter, type ListInput, type ListPage, attributeTypesQuery, countQuery, countedPageQuery, listPageQuery, rangeBoundsQuery, rangeFeaturesQuery, rangeRowsQuery, sortOrder } from '../../src/sources/sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type ListFilter, type ListInput, type ListPage, attributeTypesQuery, countQuery, countedPageQuery, listPageQuery, pageAttributeTypesQuery, rangeBoundsQuery, rangeFeaturesQuery, rangeRowsQuery, sortOrder } from '../../src/sources/sources.listing.js'
 import { SORTABLE } from '../../src/sources/source-properties.js'
 
 const checked = checkFilter(`feature_id LIKE 'f-%' AND area_m2 BETWEEN 1 AND 2e6 AND version IN (1, 2) AND NOT conflict = TRUE AND updated_at IS NOT NULL
@@ -55,7 +55,7 @@ function variants (input: unknown): unknown[] {
 t.test('no value outside the shape keys changes a listing\'s SQL', async (t) => {
   for (const field of SORTABLE) {
     for (const input of inputs(field)) {
-      for (const build of [listPageQuery, countedPageQuery, countQuery, rangeBoundsQuery, rangeFeaturesQuery, rangeRowsQuery, attributeTypesQuery]) {
+      for (const build of [listPageQuery, countedPageQuery, countQuery, rangeBoundsQuery, rangeFeaturesQuery, rangeRowsQuery, attributeTypesQuery, pageAttributeTypesQuery]) {
         const sql = build(queryBuilder, input).compile().sql
         const changed = variants(input)
         t.ok(changed.length > 20, 'the sample has parameters to change')

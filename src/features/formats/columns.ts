@@ -4,7 +4,7 @@
 // some Features), then every attribute any of the Features holds, typed by its values. So a
 // property added to the registry, or returned by a later change, becomes a column without more
 // code here, and an attribute only a later Feature has still gets its column.
-import { propertiesWhere, type PropertyType, SOURCE_PROPERTIES } from '../../sources/source-properties.js'
+import { propertiesWhere, type PropertyType, RESERVED_NAMES, SOURCE_PROPERTIES } from '../../sources/source-properties.js'
 
 export type ColumnKind = 'string' | 'timestamp' | 'integer' | 'number' | 'boolean' | 'json'
 
@@ -84,8 +84,10 @@ export function columnsOfTypes (attributes: ReadonlyArray<{ name: string, types:
 export function columnsOf (features: readonly OutFeature[], attributes: readonly Column[] = []): Column[] {
   const registry = SOURCE_PROPERTIES as Record<string, { type: PropertyType } | undefined>
   const first = features[0]
+  // The registry's returned names only: an attribute may be named geometry (returned as the
+  // Feature's own member, not a property), and is an attribute column like any other.
   const names = first?.properties != null
-    ? Object.keys(first.properties).filter((name) => Object.hasOwn(registry, name))
+    ? Object.keys(first.properties).filter((name) => RESERVED_NAMES.has(name))
     : propertiesWhere((p) => p.returned === 'always').map(([name]) => name)
   for (const [name] of propertiesWhere((p) => p.returned === 'optional')) if (!names.includes(name)) names.push(name)
   const own = names.map((name) => ({ name, kind: kindOfType((registry[name] as { type: PropertyType }).type) }))

@@ -9,7 +9,7 @@ import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { FeatureRow } from '../../sources/sources.listing.js'
 import { type FeatureOutput, featureColumnList, featurePropertiesOf, featureValuesOf } from '../../sources/source-properties.js'
-import type { Column, OutFeature } from './columns.js'
+import { type Column, type OutFeature, columnsOfTypes } from './columns.js'
 import { FlatGeobufWriter } from './flatgeobuf.js'
 import { CsvWriter, seqRecords } from './text-formats.js'
 
@@ -75,13 +75,15 @@ async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncI
 }
 
 /** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
-export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 4326): Promise<AsyncGenerator<Uint8Array>> {
+export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 4326, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(srid)
   try {
     for await (const batch of source) {
-      await writer.columnsFrom(batch)
+      await writer.columnsFrom(batch, attributes)
       for (const f of batch) await writer.add(f)
     }
+    // An empty page's columns (a page with Features has them already: this adds none).
+    await writer.columnsFrom([], attributes)
   } catch (e) {
     await writer.abort()
     throw e
@@ -145,12 +147,18 @@ export const formatLines = textLines
 export async function formattedItems (input: ItemsPage, key: 'geojsonseq' | 'ndjson' | 'csv' | 'fgb'): Promise<{ body: Buffer | Readable, next?: URL }> {
   let summary: PageSummary | undefined
   const page = fileAxes(input, key)
+  // A page read in several queries gets its columns from the types of all of its attributes,
+  // read first; a page of one query, from its Features themselves (columnsOf).
+  const { scope, parsed: { filter, sort, after, limit, output } } = page
+  const attributes = (key === 'csv' || key === 'fgb') && streamed(page)
+    ? columnsOfTypes(await page.store.pageAttributeTypes({ scope, filter, page: { sort, after, limit }, cap: page.countMax, output }))
+    : undefined
   const source = chunksOf(page, (s) => { summary = s })
   if (key === 'fgb') {
-    const parts = await flatGeobuf(parsed(source), input.parsed.output.crs?.srid)
+    const parts = await flatGeobuf(parsed(source), input.parsed.output.crs?.srid, attributes)
     return { body: Readable.from(parts, { objectMode: false }), next: summary === undefined ? undefined : nextLink(input, summary) }
   }
-  const lines = textLines(key, source)
+  const lines = textLines(key, source, undefined, attributes)
   if (streamed(input)) return { body: Readable.from(lines, { objectMode: false }) }
   const parts: string[] = []
   for await (const part of lines) parts.push(part)

@@ -78,9 +78,9 @@ export class CsvWriter {
 
   /**
    * The header line, from the first chunk's Features and the attributes known before them
-   * (columnsOf; the registry's when there are none). A later chunk cannot add a column: on a
-   * streamed page, an attribute that none of the first chunk's Features holds is not in the file
-   * (the CLI's export knows every attribute before its first row: bulk.ts).
+   * (columnsOf; the registry's when there are none). A later chunk cannot add a column: a page
+   * read in several chunks, and the CLI's export, read every attribute's types first
+   * (formats.ts formattedItems, bulk.ts).
    */
   header (features: readonly OutFeature[], attributes?: readonly Column[]): string {
     this.columns = columnsOf(features, attributes)
