@@ -1,8 +1,8 @@
 -- One organisation's sources in id order: the items' default order (and sortby=id), a bulk
 -- export's ranges and the cuts between them (sources.listing.ts). Without this index each read
 -- walked the primary key through every other organisation's sources between its own, filtering
--- them out: a first page of 10 for an organisation whose ids sorted after a million others took
--- 541 ms, and a million-source export's first cut 1.7 s (docs/performance.md).
+-- them out: a page of a small organisation read about limit ÷ its share of the table rows
+-- (docs/performance.md, the bulk export).
 CREATE INDEX sources_organisation_id_idx ON sources (organisation, id);
 
 COMMENT ON INDEX sources_organisation_id_idx IS

@@ -375,7 +375,7 @@ function attributeTypesOf (db: Db, rows: RawBuilder<unknown>, output: FeatureOut
 /**
  * The attributes of the matching sources (attributeTypesQuery), in a transaction of its own with
  * JIT off: compiling this one pass over every match took PostgreSQL longer than the pass itself
- * (1.4 of 1.43 s on a million sources).
+ * (docs/performance.md, the bulk export).
  */
 export async function attributeTypes (db: Db, input: ListInput): Promise<AttributeTypes[]> {
   return await db.transaction().execute(async (trx) => {
