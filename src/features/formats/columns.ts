@@ -27,7 +27,7 @@ const kindOfType = (t: PropertyType): ColumnKind =>
  * 64-bit integer (GDAL's GeoJSON reader widens such a field to Real for the same reason), and
  * every safe integer is a double exactly. Null says nothing (undefined).
  */
-export function kindOfValue (v: unknown): ColumnKind | undefined {
+function kindOfValue (v: unknown): ColumnKind | undefined {
   if (v === null || v === undefined) return undefined
   if (typeof v === 'boolean') return 'boolean'
   if (typeof v === 'number') return 'number'
@@ -36,8 +36,9 @@ export function kindOfValue (v: unknown): ColumnKind | undefined {
 }
 
 /**
- * A kind that holds values of both kinds: the same kind; for scalars of two kinds a string (each
- * value as its JSON text, as GDAL's GeoJSON reader makes such a field a String); else JSON.
+ * A kind that holds values of both kinds: the same kind; for scalars of two kinds a string (the
+ * strings as they are, the others as their JSON text, as GDAL's GeoJSON reader makes such a field
+ * a String); else JSON.
  */
 export function widerKind (a: ColumnKind | undefined, b: ColumnKind | undefined): ColumnKind | undefined {
   if (a === undefined || a === b) return b

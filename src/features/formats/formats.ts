@@ -118,7 +118,10 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
           : rowAttributes.map((a) => ({ type: 'Feature' as const, geometry: null, properties: a ?? null })), attributes)
         names = writer.columnNames()
         for (const name of names) known.add(name)
-        from = names.map((name) => name === 'id' ? -1 : columns.findIndex((c) => c.name === name) === -1 ? -2 : columns.findIndex((c) => c.name === name))
+        from = names.map((name) => {
+          const at = columns.findIndex((c) => c.name === name)
+          return name === 'id' ? -1 : at === -1 ? -2 : at
+        })
       }
       for (const [r, row] of rows.entries()) {
         const values = featureValuesOf(row, columns, rowValues)
