@@ -7,14 +7,14 @@ import pg from 'pg'
 import type { Database } from './database.js'
 import { FailoverPool, NoHostError, fitsTarget, type FailoverEvents } from './failover-pool.js'
 import { isPlain, parseTargets } from '../connection-string.js'
-import { PreparingClient } from './prepared-client.js'
+import { CallbackClient, PreparingClient } from './prepared-client.js'
 
 export interface ConnectOptions {
   url: string
   poolMax?: number
   connectTimeoutMs?: number
   statementTimeoutMs?: number
-  /** Run parameterised queries as named prepared statements (fast/prepared-client.ts). */
+  /** Run parameterised queries as named prepared statements (prepared-client.ts). */
   preparedStatements?: boolean
   /**
    * Behind a transaction-pooling PgBouncer (1.18 refuses startup parameters it does not track):
@@ -32,7 +32,7 @@ export interface PoolCounts { totalCount: number, idleCount: number, waitingCoun
 
 export function connect (opts: ConnectOptions): Kysely<Database> {
   const targets = parseTargets(opts.url)
-  const Client = opts.preparedStatements === true ? PreparingClient : pg.Client
+  const Client = opts.preparedStatements === true ? PreparingClient : CallbackClient
   if (isPlain(targets)) {
     // pg reads a URL, not libpq's keyword form: that one travels as the URL it was split into.
     const pool = makePool(opts, /^postgres(ql)?:\/\//.test(opts.url.trim()) ? opts.url : (targets.hosts[0] as { url: string }).url, Client)

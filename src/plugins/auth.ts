@@ -13,6 +13,7 @@
 // ACCOUNT_CACHE_TTL_SECONDS on every instance, without a database round trip per request.
 // A `read` key acts as its account capped at viewer (reads only, in the account's own reach);
 // a `write` key keeps the account's role.
+import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
@@ -109,6 +110,10 @@ function readCredential (header: string | undefined): Credential {
   return { kind: 'malformed' }
 }
 
+/** Longer than any token the service signs (~400 characters with an API key's claims). */
+const TOKEN_CACHE_KEY_MAX = 1024
+const tokenCacheKey = (token: string): string => token.length <= TOKEN_CACHE_KEY_MAX ? token : `#${createHash('sha256').update(token).digest('base64')}`
+
 // fast-jwt's TokenError.codes.expired (app.jwt.verify throws fast-jwt's errors as they are).
 const FAST_JWT_EXPIRED = 'FAST_JWT_EXPIRED'
 const GET_TOKEN = 'Obtain a new token with POST /token.'
@@ -130,9 +135,13 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
       allowedIss: config.JWT_ISSUER,
       allowedAud: config.JWT_AUDIENCE,
       requiredClaims: ['exp', 'iat', 'sub', 'org', 'role', 'iss', 'aud'],
-      // fast-jwt's verified-token cache (keyed by a SHA-256 of the token): a token seen before
-      // skips decoding and the claim checks until it expires; entries never outlive its exp.
-      cache: 10_000
+      // fast-jwt's verified-token cache: a token seen before skips decoding and the claim checks
+      // until it expires; entries never outlive its exp. Keyed by the token itself rather than
+      // fast-jwt's default SHA-256 of it, which cost as much as the verification it saves. A
+      // refused token is stored too (expired at once), so a longer one than the service issues
+      // is keyed by its hash: the cache holds at most 10,000 × TOKEN_CACHE_KEY_MAX characters.
+      cache: 10_000,
+      cacheKeyBuilder: tokenCacheKey
     }
   })
 

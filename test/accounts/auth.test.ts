@@ -62,6 +62,21 @@ t.test('401 with WWW-Authenticate and advice for every bad token', async (t) => 
   }
 })
 
+t.test('the verified-token cache: each token is its own key, a long one keyed by its hash; a refusal stays a refusal', async (t) => {
+  const sign = (key: string, payload: object) => createSigner({ key, expiresIn: 60_000 })(payload)
+  const long = sign(TEST_SECRET, { ...claims, pad: 'x'.repeat(2_000) })
+  const forgedLong = sign('another-secret-that-is-32-bytes-long!!', { ...claims, pad: 'x'.repeat(2_000) })
+  t.ok(long.length > 1024, 'longer than the cache keys it by')
+  const lastSignatureChar = good.at(-2) === 'A' ? 'B' : 'A'
+  const altered = `${good.slice(0, -2)}${lastSignatureChar}${good.at(-1) as string}`
+  for (let round = 1; round <= 2; round++) {
+    t.equal((await call(`Bearer ${good}`)).statusCode, 404, `round ${round}: the good token`)
+    t.equal((await call(`Bearer ${altered}`)).statusCode, 401, `round ${round}: the good token with its signature changed`)
+    t.equal((await call(`Bearer ${long}`)).statusCode, 404, `round ${round}: a long token the service's key signed`)
+    t.equal((await call(`Bearer ${forgedLong}`)).statusCode, 401, `round ${round}: the same claims signed with another key`)
+  }
+})
+
 t.test('a disabled account\'s tokens stop working; enabling restores them', async (t) => {
   const other = await addAccount(db, { role: 'viewer' })
   const token = await login(app, other.email)
