@@ -13,7 +13,6 @@
 // ACCOUNT_CACHE_TTL_SECONDS on every instance, without a database round trip per request.
 // A `read` key acts as its account capped at viewer (reads only, in the account's own reach);
 // a `write` key keeps the account's role.
-import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
@@ -110,10 +109,6 @@ function readCredential (header: string | undefined): Credential {
   return { kind: 'malformed' }
 }
 
-/** Longer than any token the service signs (~400 characters with an API key's claims). */
-const TOKEN_CACHE_KEY_MAX = 1024
-const tokenCacheKey = (token: string): string => token.length <= TOKEN_CACHE_KEY_MAX ? token : `#${createHash('sha256').update(token).digest('base64')}`
-
 // fast-jwt's TokenError.codes.expired (app.jwt.verify throws fast-jwt's errors as they are).
 const FAST_JWT_EXPIRED = 'FAST_JWT_EXPIRED'
 const GET_TOKEN = 'Obtain a new token with POST /token.'
@@ -134,16 +129,23 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
       algorithms: ['HS256'],
       allowedIss: config.JWT_ISSUER,
       allowedAud: config.JWT_AUDIENCE,
-      requiredClaims: ['exp', 'iat', 'sub', 'org', 'role', 'iss', 'aud'],
-      // fast-jwt's verified-token cache: a token seen before skips decoding and the claim checks
-      // until it expires; entries never outlive its exp. Keyed by the token itself rather than
-      // fast-jwt's default SHA-256 of it, which cost as much as the verification it saves. A
-      // refused token is stored too (expired at once), so a longer one than the service issues
-      // is keyed by its hash: the cache holds at most 10,000 × TOKEN_CACHE_KEY_MAX characters.
-      cache: 10_000,
-      cacheKeyBuilder: tokenCacheKey
+      requiredClaims: ['exp', 'iat', 'sub', 'org', 'role', 'iss', 'aud']
     }
   })
+
+  // Tokens that verified, by the token itself, until their exp: a token seen again skips the
+  // signature and claim checks. Only tokens this service signed get in, so the keys stay short.
+  // fast-jwt's own cache keys a SHA-256 of the token, which cost as much as the verification it
+  // saves, and warns at every start when given a key of one's own.
+  const verified = new LRUCache<string, FastifyRequest['user']>({ max: 10_000, ttlAutopurge: false })
+  function verifyToken (token: string): FastifyRequest['user'] {
+    const hit = verified.get(token)
+    if (hit !== undefined) return hit
+    const claims = app.jwt.verify<FastifyRequest['user']>(token)
+    const ttl = claims.exp * 1000 - Date.now()
+    if (ttl > 0) verified.set(token, claims, { ttl })
+    return claims
+  }
 
   // ACCOUNT_CACHE_TTL_SECONDS = 0 turns the cache off: every request reads the account.
   const statusCache = config.ACCOUNT_CACHE_TTL_SECONDS > 0
@@ -242,7 +244,7 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
       case 'jwt': {
         let claims: FastifyRequest['user']
         try {
-          claims = app.jwt.verify<FastifyRequest['user']>(credential.token)
+          claims = verifyToken(credential.token)
         } catch (err) {
           if ((err as { code?: string }).code === FAST_JWT_EXPIRED) throw unauthorized(request, `The token has expired. ${GET_TOKEN}`, true)
           throw unauthorized(request, `The token is invalid. ${GET_TOKEN}`, true)
