@@ -2,7 +2,8 @@
 // a named prepared statement: the service's SQL has fixed texts (collections travel as arrays,
 // not VALUES lists of varying length), so each connection parses and plans a statement once and
 // then only binds and executes it. Parameterless SQL (migrations) runs as before, through the
-// simple protocol. Behind a transaction-pooling PgBouncer, CallbackClient runs them unnamed.
+// simple protocol. Without prepared statements (behind a transaction-pooling PgBouncer, and
+// wherever connect() is not asked for them), CallbackClient runs them unnamed.
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 
@@ -40,6 +41,7 @@ export class CallbackClient extends pg.Client {
       const statement = this.statement(config, values)
       if (callback !== undefined) return super.query(statement, callback)
       return new Promise((resolve, reject) => {
+        // An error's stack ends at the socket's read; Kysely adds its caller's (extendStackTrace).
         super.query(statement, (err: Error | null, result: pg.QueryResult) => { if (err !== null && err !== undefined) reject(err); else resolve(result) })
       })
     }

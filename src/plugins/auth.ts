@@ -136,11 +136,13 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
   // Tokens that verified, by the token itself, until their exp: a token seen again skips the
   // signature and claim checks. Only tokens this service signed get in, so the keys stay short.
   // fast-jwt's own cache keys a SHA-256 of the token, which cost as much as the verification it
-  // saves, and warns at every start when given a key of one's own.
+  // saves, and warns at every start when given a key of one's own. The cache's ttl runs on a
+  // monotonic clock, which stands still while the machine is suspended, so a hit is also held
+  // against exp by the wall clock: past it, the token is verified again (and refused as expired).
   const verified = new LRUCache<string, FastifyRequest['user']>({ max: 10_000, ttlAutopurge: false })
   function verifyToken (token: string): FastifyRequest['user'] {
     const hit = verified.get(token)
-    if (hit !== undefined) return hit
+    if (hit !== undefined && Date.now() < hit.exp * 1000) return hit
     const claims = app.jwt.verify<FastifyRequest['user']>(token)
     const ttl = claims.exp * 1000 - Date.now()
     if (ttl > 0) verified.set(token, claims, { ttl })

@@ -68,15 +68,29 @@ t.test('the verified-token cache: each token is its own key, a refusal stays a r
   const forgedLong = sign('another-secret-that-is-32-bytes-long!!', { ...claims, pad: 'x'.repeat(2_000) })
   const lastSignatureChar = good.at(-2) === 'A' ? 'B' : 'A'
   const altered = `${good.slice(0, -2)}${lastSignatureChar}${good.at(-1) as string}`
+  // Each signature check, by token: a hit of the cache makes none.
+  const checks = new Map<string, number>()
+  const original = app.jwt.verify
+  app.jwt.verify = ((token: string, ...rest: unknown[]) => {
+    checks.set(token, (checks.get(token) ?? 0) + 1)
+    return (original as (...args: unknown[]) => unknown).call(app.jwt, token, ...rest)
+  }) as typeof original
+  t.teardown(() => { app.jwt.verify = original })
   for (let round = 1; round <= 2; round++) {
     t.equal((await call(`Bearer ${good}`)).statusCode, 404, `round ${round}: the good token`)
     t.equal((await call(`Bearer ${altered}`)).statusCode, 401, `round ${round}: the good token with its signature changed`)
     t.equal((await call(`Bearer ${long}`)).statusCode, 404, `round ${round}: a long token the service's key signed`)
     t.equal((await call(`Bearer ${forgedLong}`)).statusCode, 401, `round ${round}: the same claims signed with another key`)
   }
-  const exp = Math.floor(Date.now() / 1000) + 2
-  const shortLived = createSigner({ key: TEST_SECRET })({ ...claims, iat: exp - 2, exp })
-  t.equal((await call(`Bearer ${shortLived}`)).statusCode, 404, 'a token valid for two more seconds passes (and is cached)')
+  t.equal(checks.get(long), 1, 'a good token is checked once, then found in the cache')
+  t.ok((checks.get(good) ?? 0) <= 1, 'so is the one signed in with (perhaps cached by the tests before)')
+  t.equal(checks.get(altered), 2, 'a refused token is checked every time')
+  t.equal(checks.get(forgedLong), 2, 'a forged long one too')
+  const exp = Math.floor(Date.now() / 1000) + 3
+  const shortLived = createSigner({ key: TEST_SECRET })({ ...claims, iat: exp - 3, exp })
+  t.equal((await call(`Bearer ${shortLived}`)).statusCode, 404, 'a token valid for a few more seconds passes (and is cached)')
+  t.equal((await call(`Bearer ${shortLived}`)).statusCode, 404, 'and passes again')
+  t.equal(checks.get(shortLived), 1, 'from the cache')
   await new Promise((resolve) => setTimeout(resolve, exp * 1000 - Date.now() + 50))
   const late = await call(`Bearer ${shortLived}`)
   t.equal(late.statusCode, 401, 'after its exp it is refused, cached or not')

@@ -44,9 +44,21 @@ if (backend === 'embedded') {
       // The connection is usable after the error.
       const again = await db.executeQuery<{ next: number }>({ sql: text, parameters: [7, 'x'], query: { kind: 'RawNode' } as never, queryId: { queryId: 'a' } })
       t.same(again.rows, [{ next: 8, word: 'x' }], 'the next statement answers')
+      // An error through the pool's callback form reaches its callback.
+      const viaCallbackError = await new Promise<{ code?: string }>((resolve) => { pool.query('SELECT 1 / $1::int AS q', [0], (err) => { resolve(err as { code?: string }) }) })
+      t.match(viaCallbackError, { code: '22012' }, 'an error through the callback form')
       // A parameterless statement runs as before (simple protocol, never named).
       const plain = await sql<{ one: number }>`SELECT 1 AS one`.execute(db)
       t.same(plain.rows, [{ one: 1 }], 'a statement without parameters')
     })
   }
+
+  t.test('transaction pooling: the client\'s own statement timeout (pg\'s query_timeout) rejects a statement that runs past it', async (t) => {
+    const db = connect({ url, poolMax: 1, preparedStatements: false, transactionPooler: true, statementTimeoutMs: 200 })
+    t.teardown(() => db.destroy())
+    const started = Date.now()
+    const err = await db.executeQuery({ sql: 'SELECT pg_sleep($1::float8)', parameters: [2], query: { kind: 'RawNode' } as never, queryId: { queryId: 't' } }).then(() => undefined, (e: unknown) => e as Error)
+    t.match(err, { message: /Query read timeout/ }, 'rejected by the timeout')
+    t.ok(Date.now() - started < 1_800, 'before the statement (two seconds) would have ended')
+  })
 }
