@@ -139,7 +139,7 @@ export default fp<{ config: AuthConfig, accounts: AccountStore, keys: ApiKeyStor
   // saves, and warns at every start when given a key of one's own. The cache's ttl runs on a
   // monotonic clock, which stands still while the machine is suspended, so a hit is also held
   // against exp by the wall clock: past it, the token is verified again (and refused as expired).
-  const verified = new LRUCache<string, FastifyRequest['user']>({ max: 10_000, ttlAutopurge: false })
+  const verified = new LRUCache<string, FastifyRequest['user']>({ max: 10_000 })
   function verifyToken (token: string): FastifyRequest['user'] {
     const hit = verified.get(token)
     if (hit !== undefined && Date.now() < hit.exp * 1000) return hit
