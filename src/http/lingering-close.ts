@@ -2,11 +2,15 @@
 // not be followed by an immediate close. Closing a socket with unread data makes the kernel send
 // a reset, and a client still sending its body (fetch, curl, Python's requests) then loses the
 // answer it had not read yet ("fetch failed", EPIPE) and cannot tell why. So the write side is
-// ended after the response, and the rest of the body is read and discarded, up to LINGER_BYTES
-// or LINGER_MS, before the socket is destroyed.
+// ended after the response, and the rest of the body is read and discarded before the socket is
+// destroyed: as long as it keeps coming (nothing for LINGER_IDLE_MS ends it, nginx's
+// lingering_timeout), up to LINGER_MS in all (nginx's lingering_time) and LINGER_BYTES. A fixed
+// 5 s in all cut off a 64 MB body sent at under ~13 MB/s (a busy machine, a slow link), and the
+// client lost its 413 to the reset.
 import type { Socket } from 'node:net'
 
-const LINGER_MS = 5_000
+const LINGER_IDLE_MS = 5_000
+const LINGER_MS = 30_000
 const LINGER_BYTES = 128 * 1024 * 1024
 const POLL_MS = 100
 
@@ -19,10 +23,14 @@ export function lingerBeforeClose (socket: Socket | null): void {
     if (this.writable) this.end()
     const startBytes = this.bytesRead
     const started = Date.now()
+    let lastBytes = startBytes
+    let lastProgress = started
     // The HTTP parser keeps consuming (and discarding) what arrives; this only bounds it. The
     // parser may read from the handle directly, so progress is read off bytesRead, not 'data'.
     const timer = setInterval(() => {
-      if (Date.now() - started > LINGER_MS || this.bytesRead - startBytes > LINGER_BYTES) this.destroy()
+      const now = Date.now()
+      if (this.bytesRead !== lastBytes) { lastBytes = this.bytesRead; lastProgress = now }
+      if (now - lastProgress > LINGER_IDLE_MS || now - started > LINGER_MS || this.bytesRead - startBytes > LINGER_BYTES) this.destroy()
     }, POLL_MS)
     timer.unref()
     this.once('close', () => clearInterval(timer))

@@ -1,9 +1,10 @@
 // lingerBeforeClose (src/http/lingering-close.ts) replaces socket.destroySoon, which Node's HTTP
 // server calls, undocumented, to close a `Connection: close` response's socket once it is
 // written. This fails when a Node release stops doing so, before clients start losing 413s.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createServer } from 'node:http'
 import { type AddressInfo, Socket, connect } from 'node:net'
+import { once } from 'node:events'
 import { lingerBeforeClose } from '../../src/http/lingering-close.js'
 
 t.test("Node's HTTP server closes a Connection: close response with socket.destroySoon()", async (t) => {
@@ -46,4 +47,52 @@ t.test('lingerBeforeClose: an answer sent before the body was read still reaches
   await closed
   t.match(received, /^HTTP\/1\.1 413 /, 'the client read the 413')
   t.match(received, /too big\n$/)
+})
+
+/** A server that answers 413 at once and lingers, and a raw client that has sent the headers of an 8 MB body. */
+async function lingering (t: Test) {
+  const server = createServer((req, res) => {
+    lingerBeforeClose(req.socket)
+    res.writeHead(413, { connection: 'close', 'content-length': '8' }).end('too big\n')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  // Half open, as an HTTP client still sending its body: the server's FIN after the answer does not end the client's side.
+  const socket = connect({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', allowHalfOpen: true })
+  const errors: Error[] = []
+  socket.on('error', (e) => errors.push(e))
+  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now())))
+  const answered = once(socket, 'data')
+  socket.write(`POST / HTTP/1.1\r\nhost: x\r\ncontent-length: ${64 * 1024 * 1024}\r\n\r\n`)
+  // The 413 came: the server holds the connection and lingers from here.
+  await answered
+  socket.resume()
+  return { server, socket, errors, closed }
+}
+
+t.test('lingerBeforeClose: a body still coming after 5 s is read on (nginx lingering_time), not reset', async (t) => {
+  const { socket, errors, closed } = await lingering(t)
+  const until = Date.now() + 6_500
+  const chunk = 'x'.repeat(16 * 1024)
+  while (Date.now() < until && !socket.destroyed) {
+    socket.write(chunk)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.notOk(socket.destroyed, 'the connection was still open after 6.5 s of sending')
+  socket.end()
+  await closed
+  t.same(errors.map((e) => (e as NodeJS.ErrnoException).code), [], 'no reset while the client was sending')
+})
+
+t.test('lingerBeforeClose: a client that stops sending is closed after 5 s without a byte (nginx lingering_timeout)', async (t) => {
+  const { server, socket } = await lingering(t)
+  socket.write('x'.repeat(1024))
+  const stopped = Date.now()
+  // The server's side of the connection: gone once it destroys the socket (the client, half open, is not told until it writes).
+  const connections = async (): Promise<number> => await new Promise((resolve, reject) => server.getConnections((e, n) => { if (e) reject(e); else resolve(n) }))
+  while (await connections() > 0 && Date.now() - stopped < 20_000) await new Promise((resolve) => setTimeout(resolve, 100))
+  const after = Date.now() - stopped
+  t.equal(await connections(), 0, 'the server closed the connection')
+  t.ok(after >= 4_500, `closed ${after} ms after the last byte, not before 5 s`)
+  socket.destroy()
 })
