@@ -29,9 +29,9 @@ const cli = (args, input) => {
   const lines = r.stderr.trim().split('\n')
   return { s, rssMb: Number(lines.at(-1)) / 1024, stdout: r.stdout }
 }
-const timed = (cmd, args) => {
+const timed = (cmd, args, cmdEnv = process.env) => {
   const t0 = process.hrtime.bigint()
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { encoding: 'utf8', maxBuffer: 1e8 })
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { env: cmdEnv, encoding: 'utf8', maxBuffer: 1e8 })
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`)
   return { s: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024 }
 }
@@ -80,13 +80,17 @@ for (const [format, driver, ext] of [['fgb', 'FlatGeobuf', 'fgb'], ['geojsonseq'
   const turns = Array.from({ length: RUNS }, () => {
     const e = cli(['export', '--org', ORG, '--format', format, '--to', out])
     const o = timed('ogr2ogr', ['-f', driver, ogrOut, pgDsn, '-sql', `SELECT id, feature_id, lower(period) AS start_at, upper(period) AS end_at, created_at, organisation, area_m2, geom FROM sources WHERE organisation = '${ORG}'`])
-    return { e, o }
+    // FlatGeobuf's floor: the export's own statements read through node-postgres, rows dropped
+    // (bench/export-floor.mjs): what an export of these Features through this driver cannot beat.
+    const f = format === 'fgb' ? timed(process.execPath, ['bench/export-floor.mjs', ORG], env) : undefined
+    return { e, o, f }
   })
   results.push({
     what: `export ${driver}`,
     ours: median(turns.map((t) => rate(t.e.s))),
     ogr: median(turns.map((t) => rate(t.o.s))),
     ratios: turns.map((t) => Number((t.o.s / t.e.s).toFixed(2))),
+    ...(turns[0].f !== undefined ? { floor: median(turns.map((t) => rate(t.f.s))), floorRatios: turns.map((t) => Number((t.o.s / t.f.s).toFixed(2))) } : {}),
     oursRssMb: Math.max(...turns.map((t) => t.e.rssMb)),
     ogrRssMb: Math.max(...turns.map((t) => t.o.rssMb)),
     oursBytes: statSync(out).size,
@@ -95,6 +99,6 @@ for (const [format, driver, ext] of [['fgb', 'FlatGeobuf', 'fgb'], ['geojsonseq'
 }
 await client.end()
 console.log(JSON.stringify({ N, results }, null, 1))
-for (const r of results) console.log(`${r.what}: ours ${r.ours}/s, ogr2ogr ${r.ogr}/s, ratio ${(r.ours / r.ogr).toFixed(2)}×${r.ratios?.length > 1 ? ` (each turn ${Math.min(...r.ratios)}–${Math.max(...r.ratios)}×)` : ''}, our peak RSS ${r.oursRssMb.toFixed(0)} MB`)
+for (const r of results) console.log(`${r.what}: ours ${r.ours}/s, ogr2ogr ${r.ogr}/s, ratio ${(r.ours / r.ogr).toFixed(2)}×${r.ratios?.length > 1 ? ` (each turn ${Math.min(...r.ratios)}–${Math.max(...r.ratios)}×)` : ''}, our peak RSS ${r.oursRssMb.toFixed(0)} MB${r.floor !== undefined ? `; floor (its statements read, rows dropped) ${r.floor}/s, ${(r.floor / r.ogr).toFixed(2)}× ogr2ogr (each turn ${Math.min(...r.floorRatios)}–${Math.max(...r.floorRatios)}×)` : ''}`)
 await server?.stop?.()
 process.exit(0)
