@@ -33,7 +33,7 @@ const timed = (cmd, args, cmdEnv = process.env) => {
   const t0 = process.hrtime.bigint()
   const r = spawnSync('/usr/bin/time', ['-f', '%M', cmd, ...args], { env: cmdEnv, encoding: 'utf8', maxBuffer: 1e8 })
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`)
-  return { s: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024 }
+  return { s: Number(process.hrtime.bigint() - t0) / 1e9, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024, stdout: r.stdout }
 }
 
 const client = new pg.Client({ connectionString: String(url) })
@@ -83,6 +83,7 @@ for (const [format, driver, ext] of [['fgb', 'FlatGeobuf', 'fgb'], ['geojsonseq'
     // FlatGeobuf's floor: the export's own statements read through node-postgres, rows dropped
     // (bench/export-floor.mjs): what an export of these Features through this driver cannot beat.
     const f = format === 'fgb' ? timed(process.execPath, ['bench/export-floor.mjs', ORG], env) : undefined
+    if (f !== undefined && JSON.parse(f.stdout).rows !== N) throw new Error(`the floor read ${f.stdout.trim()}, not the ${N} sources of ${ORG}`)
     return { e, o, f }
   })
   results.push({

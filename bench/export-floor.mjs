@@ -1,8 +1,9 @@
 // The floor of the CLI's FlatGeobuf export (bench/bulk.mjs runs it beside the export): the same
 // statements (rangeBoundsQuery, then rangeRowsQuery over the same id ranges, two at a time on the
 // CLI's two connections), read through the same driver (Kysely on node-postgres), every row
-// dropped as it comes: no encoding, no file, no sort. What the export costs beyond this is
-// FlatGeobuf's; an export can go no faster than this with node-postgres reading these rows.
+// dropped as it comes: no encoding, no file, no sort. It leaves out the export's first pass,
+// the attributes' types (attributeTypesQuery; docs/performance.md gives its time). What the
+// export costs beyond these is FlatGeobuf's.
 // Usage: DATABASE_URL=… node bench/export-floor.mjs ORG   (prints the rows read and the seconds)
 import { loadConfig } from '../dist/config.js'
 import { openDatabase } from '../dist/db/open.js'

@@ -73,16 +73,21 @@ try {
     const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...args], { stdio: 'inherit', env })
     tap.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)))
   })
+  if (process.argv.length === 2) {
+    // tap rebuilds its Test class when package.json's plugins differ from those it was installed
+    // with (a fresh npm ci: with @tapjs/typescript), but only for the run after the one that
+    // noticed, which still loads every file with ts-node as well as tsx: built first, the whole
+    // suite runs with tsx alone.
+    const built = spawnSync(process.execPath, ['node_modules/tap/dist/esm/run.mjs', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] })
+    if (built.status !== 0) throw new Error('tap build failed')
+  }
   log(`running the suite against the ${backend} backend`)
-  code = await runTap(process.argv.slice(2), tapEnv)
+  code = await runTap(withTestFiles(process.argv.slice(2)), tapEnv)
   // The sources tests once more without batching (DB_FAST_PATH=false): the store must give the
   // same answers both ways. Only for a whole-suite run.
   if (code === 0 && process.argv.length === 2) {
     log(`running test/sources again without batching (DB_FAST_PATH=false), ${backend} backend`)
-    // The files by name: tap expands a directory only to the extensions of its loaders' plugins,
-    // and the tests are loaded by tsx (package.json), not by a plugin.
-    const files = readdirSync('test/sources').filter((f) => f.endsWith('.test.ts')).map((f) => join('test/sources', f))
-    code = await runTap(['--disable-coverage', ...files], { ...tapEnv, TEST_DB_FAST_PATH: 'false' })
+    code = await runTap(['--disable-coverage', ...withTestFiles(['test/sources'])], { ...tapEnv, TEST_DB_FAST_PATH: 'false' })
   }
 } catch (err) {
   log(err.message)
@@ -91,6 +96,17 @@ try {
 }
 if (code !== 0) reportFailures()
 process.exit(code)
+
+/**
+ * The arguments with each directory replaced by its test files (*.test.ts, in its subdirectories
+ * too): tap expands a directory only to the extensions of its loader plugins, and the tests are
+ * loaded by tsx (package.json), not by a plugin.
+ */
+function withTestFiles (args) {
+  return args.flatMap((arg) => !arg.startsWith('-') && existsSync(arg) && statSync(arg).isDirectory()
+    ? readdirSync(arg, { recursive: true }).map(String).filter((f) => f.endsWith('.test.ts')).sort().map((f) => join(arg, f))
+    : [arg])
+}
 
 /**
  * The failed assertions again, last: tap prints them where they happen, and the coverage table

@@ -10,6 +10,7 @@ import { type AppConfig, durationMs, sections } from './config.js'
 import type { Database } from './db/database.js'
 import { ApiError, ErrorBodySchemas } from './errors.js'
 import { MAX_PATH_PARAM_LENGTH, clientErrorHandler, errorHandler } from './http/error-handler.js'
+import { endLingering } from './http/lingering-close.js'
 import { collectRouteMethods } from './http/method-not-allowed.js'
 import { swaggerOptions } from './http/openapi.js'
 import openApiRoutes from './http/openapi.routes.js'
@@ -195,7 +196,7 @@ export async function buildApp ({ config, db, loggerInstance }: AppOptions) {
   await app.register(eventsRoutes, { config: section.events, store: events, hub, cursors: cursorCodec(section.auth.JWT_SECRET) })
   await app.register(subscriptionsRoutes, { config: section.events, store: events })
   app.addHook('onReady', async () => { hub.start(); deliverer.start(); retention.start() })
-  app.addHook('preClose', async () => { await retention.close(); await deliverer.close(); await hub.close() })
+  app.addHook('preClose', async () => { endLingering(app.server); await retention.close(); await deliverer.close(); await hub.close() })
   await app.register(openApiRoutes)
 
   return app

@@ -111,7 +111,7 @@ export function errorHandler (err: FastifyError | ApiError | Error, request: Fas
   if (body.code === 'PAYLOAD_TOO_LARGE') {
     // The body was not read: close the connection, but only once the client has had the answer.
     headers.connection = 'close'
-    lingerBeforeClose(request.raw.socket)
+    lingerBeforeClose(request.raw.socket, request.server.server)
   }
   if (body.status < 500) {
     // Who gets 4xx and why, for ops; the account id, never the token.

@@ -2,10 +2,11 @@
 // server calls, undocumented, to close a `Connection: close` response's socket once it is
 // written. This fails when a Node release stops doing so, before clients start losing 413s.
 import t, { type Test } from 'tap'
-import { createServer } from 'node:http'
+import { type Server, createServer } from 'node:http'
 import { type AddressInfo, Socket, connect } from 'node:net'
 import { once } from 'node:events'
-import { lingerBeforeClose } from '../../src/http/lingering-close.js'
+import { endLingering, lingerBeforeClose } from '../../src/http/lingering-close.js'
+import { build } from '../helper.js'
 
 t.test("Node's HTTP server closes a Connection: close response with socket.destroySoon()", async (t) => {
   t.type(Socket.prototype.destroySoon, 'function', 'net.Socket still has destroySoon')
@@ -25,7 +26,7 @@ t.test("Node's HTTP server closes a Connection: close response with socket.destr
 
 t.test('lingerBeforeClose: an answer sent before the body was read still reaches a client that goes on sending', async (t) => {
   const server = createServer((req, res) => {
-    lingerBeforeClose(req.socket)
+    lingerBeforeClose(req.socket, server)
     res.writeHead(413, { connection: 'close', 'content-length': '8' }).end('too big\n')
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -49,10 +50,10 @@ t.test('lingerBeforeClose: an answer sent before the body was read still reaches
   t.match(received, /too big\n$/)
 })
 
-/** A server that answers 413 at once and lingers, and a raw client that has sent the headers of an 8 MB body. */
+/** A server that answers 413 at once and lingers, and a raw client that has sent the headers of a 64 MiB body. */
 async function lingering (t: Test) {
   const server = createServer((req, res) => {
-    lingerBeforeClose(req.socket)
+    lingerBeforeClose(req.socket, server)
     res.writeHead(413, { connection: 'close', 'content-length': '8' }).end('too big\n')
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -84,15 +85,52 @@ t.test('lingerBeforeClose: a body still coming after 5 s is read on (nginx linge
   t.same(errors.map((e) => (e as NodeJS.ErrnoException).code), [], 'no reset while the client was sending')
 })
 
+/** The server's open connections. */
+const connectionsOf = async (server: Server): Promise<number> => await new Promise((resolve, reject) => server.getConnections((e, n) => { if (e) reject(e); else resolve(n) }))
+
 t.test('lingerBeforeClose: a client that stops sending is closed after 5 s without a byte (nginx lingering_timeout)', async (t) => {
   const { server, socket } = await lingering(t)
-  socket.write('x'.repeat(1024))
+  // Sending for 2 s first: the 5 s are counted from the last byte, not from the answer.
+  const until = Date.now() + 2_000
+  while (Date.now() < until) {
+    socket.write('x'.repeat(1024))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
   const stopped = Date.now()
   // The server's side of the connection: gone once it destroys the socket (the client, half open, is not told until it writes).
-  const connections = async (): Promise<number> => await new Promise((resolve, reject) => server.getConnections((e, n) => { if (e) reject(e); else resolve(n) }))
-  while (await connections() > 0 && Date.now() - stopped < 20_000) await new Promise((resolve) => setTimeout(resolve, 100))
+  while (await connectionsOf(server) > 0 && Date.now() - stopped < 20_000) await new Promise((resolve) => setTimeout(resolve, 100))
   const after = Date.now() - stopped
-  t.equal(await connections(), 0, 'the server closed the connection')
+  t.equal(await connectionsOf(server), 0, 'the server closed the connection')
   t.ok(after >= 4_500, `closed ${after} ms after the last byte, not before 5 s`)
+  socket.destroy()
+})
+
+t.test('endLingering ends the lingering sockets of that server at once', async (t) => {
+  const { server, socket } = await lingering(t)
+  socket.write('x'.repeat(1024))
+  t.equal(await connectionsOf(server), 1, 'lingering')
+  endLingering(server)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(await connectionsOf(server), 0, 'ended')
+  socket.destroy()
+})
+
+t.test("the service's shutdown does not wait for a client still sending a refused body", async (t) => {
+  const { app } = await build(t, { BODY_LIMIT_BYTES: 4096 })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const socket = connect({ port: (app.server.address() as AddressInfo).port, host: '127.0.0.1', allowHalfOpen: true })
+  socket.on('error', () => {})
+  const answered = once(socket, 'data')
+  socket.write(`POST /token HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${64 * 1024 * 1024}\r\n\r\n`)
+  const [answer] = await answered as [Buffer]
+  t.match(answer.toString(), /^HTTP\/1\.1 413 /, 'the 413')
+  // Still sending while the service closes: without endLingering, close waited for this connection up to 30 s.
+  let sending = true
+  void (async () => { while (sending && !socket.destroyed) { socket.write('x'.repeat(1024)); await new Promise((resolve) => setTimeout(resolve, 50)) } })()
+  const started = Date.now()
+  await app.close()
+  sending = false
+  const took = Date.now() - started
+  t.ok(took < 4_000, `closed in ${took} ms`)
   socket.destroy()
 })
