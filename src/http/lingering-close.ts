@@ -4,8 +4,8 @@
 // answer it had not read yet ("fetch failed", EPIPE) and cannot tell why. So the write side is
 // ended after the response, and the rest of the body is read and discarded before the socket is
 // destroyed: as long as it keeps coming (nothing for LINGER_IDLE_MS ends it, nginx's
-// lingering_timeout), up to LINGER_MS in all (nginx's lingering_time) and LINGER_BYTES. A fixed
-// 5 s in all cut off a 64 MB body sent at under ~13 MB/s (a busy machine, a slow link), and the
+// lingering_timeout), up to LINGER_MS in all (nginx's lingering_time) and LINGER_BYTES. A short
+// bound in all cut off a large body still coming over a slow link or from a busy machine, and the
 // client lost its 413 to the reset.
 import type { Socket } from 'node:net'
 
