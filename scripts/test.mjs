@@ -82,7 +82,9 @@ try {
     if (built.status !== 0) throw new Error('tap build failed')
   }
   log(`running the suite against the ${backend} backend`)
-  code = await runTap(withTestFiles(process.argv.slice(2)), tapEnv)
+  // No coverage: tap's coverage of the test files' imports, loaded by tsx, is mapped wrongly
+  // (71 % of lines against ts-node's 93 % for the same tests), and no table beats a wrong one.
+  code = await runTap(['--disable-coverage', ...withTestFiles(process.argv.slice(2))], tapEnv)
   // The sources tests once more without batching (DB_FAST_PATH=false): the store must give the
   // same answers both ways. Only for a whole-suite run.
   if (code === 0 && process.argv.length === 2) {
