@@ -111,8 +111,8 @@ function withTestFiles (args) {
 }
 
 /**
- * The failed assertions again, last: tap prints them where they happen, and the coverage table
- * follows, so a CI log cut to its tail showed only "fail: 1". Read from tap's saved results.
+ * The failed assertions again, last: tap prints them where they happen, thousands of lines
+ * before the end, and a CI log cut to its tail showed only "fail: 1". Read from tap's saved results.
  */
 function reportFailures () {
   const root = '.tap/test-results'
