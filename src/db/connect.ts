@@ -27,6 +27,9 @@ export interface ConnectOptions {
   failover?: FailoverEvents
 }
 
+/** A pool, plain or failover, as a connection of its own is taken from it. */
+export interface ConnectionSource { connect: () => Promise<pg.PoolClient> }
+
 /** What the metrics read of a pool, plain or failover. */
 export interface PoolCounts { totalCount: number, idleCount: number, waitingCount: number }
 
@@ -75,11 +78,16 @@ function makePool (opts: ConnectOptions, url: string, Client: typeof pg.Client, 
   return pool
 }
 
-const pools = new WeakMap<Kysely<Database>, PoolCounts>()
+const pools = new WeakMap<Kysely<Database>, PoolCounts & ConnectionSource>()
 const failoverPools = new WeakMap<Kysely<Database>, FailoverPool>()
 
 /** The pool under a database opened by connect (for its metrics); undefined for any other (embedded). */
 export function poolOf (db: Kysely<Database>): PoolCounts | undefined {
+  return pools.get(db)
+}
+
+/** The pool under a database opened by connect, to take a connection of its own (a COPY: copy-binary.ts); undefined for any other (embedded). */
+export function rawPoolOf (db: Kysely<Database>): ConnectionSource | undefined {
   return pools.get(db)
 }
 

@@ -204,13 +204,33 @@ function jsonOf (type: PropertyType, v: RawBuilder<unknown>): RawBuilder<unknown
  * when there are more (counted then, from the index source_conflict_pairs_by_overlap alone).
  */
 export function conflictsJoin (id: RawBuilder<unknown>, alias: string): RawBuilder<unknown> {
-  const item = sql`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || c.overlap_m2 || ',"overlap_ratio":' || c.overlap_ratio
-    || ',"overlap_start":' || ${isoJson(sql`lower(c.overlap_period)`)} || ',"overlap_end":' || ${isoJson(sql`upper(c.overlap_period)`)} || '}'`
+  const item = conflictItem
   return sql`LEFT JOIN LATERAL (SELECT string_agg(${item}, ',' ORDER BY c.overlap_m2 DESC, c.other_id) AS list,
       CASE WHEN count(*) = ${sql.lit(CONFLICTS_LISTED)} THEN (SELECT NULLIF(count(*), 0) FROM (SELECT 1 FROM source_conflict_pairs AS p WHERE p.source_id = ${id}
         OFFSET ${sql.lit(CONFLICTS_LISTED)}) AS beyond) + ${sql.lit(CONFLICTS_LISTED)} END AS total
     FROM (SELECT p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period FROM source_conflict_pairs AS p
       WHERE p.source_id = ${id} ORDER BY p.overlap_m2 DESC, p.other_id LIMIT ${sql.lit(CONFLICTS_LISTED)}) AS c) AS ${sql.ref(alias)} ON true`
+}
+
+/** A conflict (a pair under the alias c) as JSON text in a Feature's conflicts. */
+const conflictItem = sql`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || c.overlap_m2 || ',"overlap_ratio":' || c.overlap_ratio
+    || ',"overlap_start":' || ${isoJson(sql`lower(c.overlap_period)`)} || ',"overlap_end":' || ${isoJson(sql`upper(c.overlap_period)`)} || '}'`
+
+/**
+ * conflictsJoin's summaries for every source of a relation at once (`ids`, its name, with an id
+ * column; a bulk export's range): the pairs of its ids read in one range of the pairs' index and
+ * summed up by source, instead of a probe and an aggregate for each row, which were half of
+ * PostgreSQL's time for a row of a range without conflicts (docs/performance.md).
+ */
+export function conflictsJoinAll (id: RawBuilder<unknown>, ids: string, alias: string): RawBuilder<unknown> {
+  const relation = sql.table(ids)
+  return sql`LEFT JOIN (SELECT c.source_id, string_agg(${conflictItem}, ',' ORDER BY c.overlap_m2 DESC, c.other_id) FILTER (WHERE c.n <= ${sql.lit(CONFLICTS_LISTED)}) AS list,
+      CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN count(*) END AS total
+    FROM (SELECT p.source_id, p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period,
+        row_number() OVER (PARTITION BY p.source_id ORDER BY p.overlap_m2 DESC, p.other_id) AS n
+      FROM source_conflict_pairs AS p WHERE p.source_id >= (SELECT min(id) FROM ${relation}) AND p.source_id <= (SELECT max(id) FROM ${relation})
+        AND p.source_id IN (SELECT id FROM ${relation})) AS c
+    GROUP BY c.source_id) AS ${sql.ref(alias)} ON ${sql.ref(alias)}.source_id = ${id}`
 }
 
 /** The conflict summary of a row that conflictsJoin joined under this alias. */
@@ -283,6 +303,21 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
   return sql<string>`${head} || ${sql.join(members, sql` || `)}${attributes === undefined ? sql`` : sql` || coalesce(',' || ${attributes}, '')`} || '}}'`
 }
 
+/**
+ * A property's value in the one type its binary form is read as (BINARY_TYPES), for a binary
+ * COPY of featureColumns (`binary`): a timestamp as timestamptz, not text (to_char was a third of
+ * PostgreSQL's time for each row); a JSON text (conflict's true/false, conflicts_total's number)
+ * cast back to its value.
+ */
+function binaryValue (p: SourceProperty, v: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`(${v})::${sql.raw(BINARY_TYPES[p.type])}`
+}
+
+/** The PostgreSQL type of each property type's values in featureColumns' binary form; JSON (conflicts) as its text. */
+export const BINARY_TYPES: Record<PropertyType, string> = {
+  string: 'text', timestamp: 'timestamptz', integer: 'int8', number: 'float8', boolean: 'bool', conflicts: 'text', geometry: 'text'
+}
+
 /** A returned property as a column of featureColumns: its value as it is (a timestamp as isoUtcMicros' text), or its JSON text (`json`: the reader parses it). */
 export interface FeatureColumn { name: PropertyName, type: PropertyType, json: boolean }
 
@@ -293,11 +328,14 @@ export interface FeatureColumn { name: PropertyName, type: PropertyType, json: b
  * the geometry as WKB in the output CRS (its axes as the output says), then each property
  * featureText returns, in its order, under its own name (featureColumnList says how each
  * comes), then `attributes_json`, the attributes featureText returns as a JSON object's text
- * (NULL: none).
+ * (NULL: none). `binary`: each property's value in its type's BINARY_TYPES type instead, for a
+ * binary COPY (db/copy-binary.ts).
  */
-export function featureColumns (c: SourceColumns, conflicts: ConflictSummary, out: FeatureOutput = {}): RawBuilder<unknown> {
+export function featureColumns (c: SourceColumns, conflicts: ConflictSummary, out: FeatureOutput = {}, binary = false): RawBuilder<unknown> {
   const values = chosenProperties(false, out).map(([name, p]) => {
-    const v = p.json !== undefined ? p.json(c, conflicts) : p.type === 'timestamp' ? isoUtcMicros(valueOf(name, c)) : valueOf(name, c)
+    const v = binary
+      ? binaryValue(p, p.json !== undefined ? p.json(c, conflicts) : valueOf(name, c))
+      : p.json !== undefined ? p.json(c, conflicts) : p.type === 'timestamp' ? isoUtcMicros(valueOf(name, c)) : valueOf(name, c)
     return sql`${v} AS ${sql.ref(name)}`
   })
   const attributes = attributesInner(c.attributes, out.properties)

@@ -5,10 +5,11 @@
 import { type Compilable, type RawBuilder, sql } from 'kysely'
 import type { Db, Scope } from '../db/database.js'
 import { isoUtc } from '../db/postgis.js'
+import { type BinaryRows, canCopy, copyBinary, inlineParameters } from '../db/copy-binary.js'
 import { INNER_MARGIN, type SearchBox } from './search-box.js'
 import { FILTER_SHAPE_KEYS, type FilterExpr, attributeValue, filterSql, hasSpatial } from './filter.sql.js'
 import type { AttributeType } from './attribute-schemas.js'
-import { type FeatureOutput, attributeMembers, conflictSummary, conflictsJoin, featureColumns, featureText, property, sourceRow, valueOf } from './source-properties.js'
+import { type FeatureOutput, attributeMembers, conflictSummary, conflictsJoin, conflictsJoinAll, featureColumns, featureText, property, sourceRow, valueOf } from './source-properties.js'
 
 /** A sortable property's name (source-properties.ts SORTABLE). */
 export type SortField = string
@@ -47,6 +48,8 @@ export interface ListPage {
   /** The id of the last source a bulk export's range holds (rangeFeaturesQuery, which reads in id order only). */
   until?: string
   limit: number
+  /** How many ranges of `limit` a bulk export's rangeBoundsQuery cuts (RANGES_PER_CUT when absent). */
+  ranges?: number
 }
 
 /** One listing query: who asks, what matches, which page, how its Features are written; `cap` bounds numberMatched. */
@@ -219,7 +222,7 @@ function pageChoice (db: Db, { scope, filter, page }: ListInput, limit: RawBuild
   return sql`(SELECT * FROM (${bounded}) AS bounded ORDER BY ${keyOrder('', page)} LIMIT ${limit})`
 }
 
-/** How many ranges one rangeBoundsQuery cuts: at most this many times page.limit ids per statement. */
+/** How many ranges one rangeBoundsQuery cuts at most (page.ranges): at most this many times page.limit ids per statement. */
 export const RANGES_PER_CUT = 500
 
 /**
@@ -232,7 +235,7 @@ export const RANGES_PER_CUT = 500
 export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
   let ids = filtered(db, scope, filter).select('id')
   if (page.after !== undefined) ids = ids.where('id', '>', page.after.id)
-  const cut = ids.orderBy('id').limit(sql<number>`${page.limit}::int8 * ${sql.lit(RANGES_PER_CUT)}`)
+  const cut = ids.orderBy('id').limit(sql<number>`${page.limit}::int8 * least(${page.ranges}::int8, ${sql.lit(RANGES_PER_CUT)})`)
   return compilable(db, sql<{ bounds: string[] | null, cut: string }>`SELECT array_agg(id ORDER BY id) FILTER (WHERE n % ${page.limit}::int8 = 0) AS bounds, count(*) AS cut
     FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM (${cut}) AS cut) AS numbered`)
 }
@@ -246,23 +249,22 @@ export function rangeBoundsQuery (db: Db, { scope, filter, page }: ListInput) {
  * (docs/performance.md, the export's ranges).
  */
 export function rangeFeaturesQuery (db: Db, input: ListInput) {
-  return compilable(db, sql<{ id: string, feature: string }>`SELECT sources.id, ${featureText(ROW, conflictSummary('conflicts'), input.output)} AS feature
-    ${rangeFrom(db, input)} ORDER BY sources.id`)
+  return compilable(db, rangeSelect<{ id: string, feature: string }>(db, input, sql`${featureText(ROW, conflictSummary('conflicts'), input.output)} AS feature`))
 }
 
 /** A range's sources as rangeFeaturesQuery reads them, each with its Feature's parts as columns (source-properties.ts featureColumns). */
-export function rangeRowsQuery (db: Db, input: ListInput) {
-  return compilable(db, sql<FeatureRow>`SELECT sources.id, ${featureColumns(ROW, conflictSummary('conflicts'), input.output)}
-    ${rangeFrom(db, input)} ORDER BY sources.id`)
+export function rangeRowsQuery (db: Db, input: ListInput, binary = false) {
+  return compilable(db, rangeSelect<FeatureRow>(db, input, featureColumns(ROW, conflictSummary('conflicts'), input.output, binary)))
 }
 
-/** The FROM of a range's statements: its sources (page.limit + 1 of them), with their conflicts. */
-function rangeFrom (db: Db, { scope, filter, page }: ListInput): RawBuilder<unknown> {
+/** A range's statement: its sources (page.limit + 1 of them), chosen once, with their conflicts (conflictsJoinAll), the id and `columns` of each. */
+function rangeSelect<O> (db: Db, { scope, filter, page }: ListInput, columns: RawBuilder<unknown>): RawBuilder<O> {
   let rows = filtered(db, scope, filter).selectAll('sources')
   if (page.after !== undefined) rows = rows.where('id', '>', page.after.id)
   if (page.until !== undefined) rows = rows.where('id', '<=', page.until)
   const chosen = rows.orderBy('id').limit(plusOne(page.limit))
-  return sql`FROM (${chosen}) AS sources ${conflictsJoin(ROW.id, 'conflicts')}`
+  return sql<O>`WITH chosen AS MATERIALIZED (${chosen})
+    SELECT sources.id, ${columns} FROM chosen AS sources ${conflictsJoinAll(ROW.id, 'chosen', 'conflicts')} ORDER BY sources.id`
 }
 
 /**
@@ -341,8 +343,9 @@ export async function listFirstSources (run: RunListing, input: ListInput): Prom
 
 /** The ends of a bulk export's next ranges, and whether matches go on after the last of them (rangeBoundsQuery). */
 export async function rangeBounds (run: RunListing, input: ListInput): Promise<{ bounds: string[], more: boolean }> {
-  const row = (await run(rangeBoundsQuery, input))[0]
-  return { bounds: row?.bounds ?? [], more: Number(row?.cut ?? 0) === input.page.limit * RANGES_PER_CUT }
+  const ranges = Math.min(input.page.ranges ?? RANGES_PER_CUT, RANGES_PER_CUT)
+  const row = (await run(rangeBoundsQuery, { ...input, page: { ...input.page, ranges } }))[0]
+  return { bounds: row?.bounds ?? [], more: Number(row?.cut ?? 0) === input.page.limit * ranges }
 }
 
 /** An attribute of the matching sources and the JSON types of its values (attributeTypesQuery). */
@@ -402,6 +405,26 @@ export async function listRange (run: RunListing, input: ListInput): Promise<Ran
 /** A range's next sources, their Features in parts (rangeRowsQuery). */
 export async function listRangeRows (run: RunListing, input: ListInput): Promise<RangePage<FeatureRow[]>> {
   return rangePage(await run(rangeRowsQuery, input), input.page.limit, (shown) => shown)
+}
+
+/** Whether a range's sources can be read by binary COPY (listRangeBinary): a server backend, and the range's parameters inlinable. */
+export function canCopyRanges (db: Db, input: ListInput): boolean {
+  if (!canCopy(db)) return false
+  const { sql: text, parameters } = rangeRowsQuery(db, input, true).compile()
+  return inlineParameters(text, parameters) !== undefined
+}
+
+/**
+ * A range's next sources as rangeRowsQuery's binary form through COPY (canCopyRanges): field 0
+ * the id, 1 the WKB, then featureColumns' in binary, the row read beyond the limit left out.
+ */
+export async function listRangeBinary (db: Db, input: ListInput): Promise<RangePage<BinaryRows>> {
+  const rows = await copyBinary(db, rangeRowsQuery(db, input, true).compile())
+  const more = rows.count > input.page.limit
+  if (more) rows.count = input.page.limit
+  const last = rows.count - 1
+  const lastId = last < 0 ? null : rows.data.toString('utf8', rows.starts[last * rows.fields] as number, (rows.starts[last * rows.fields] as number) + (rows.lengths[last * rows.fields] as number))
+  return { features: rows.count === 0 ? null : rows, returned: rows.count, more, lastId }
 }
 
 /** The number of matching sources, undefined beyond `cap` (countQuery). */

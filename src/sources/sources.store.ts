@@ -8,13 +8,14 @@ import type { Compilable, CompiledQuery, Kysely } from 'kysely'
 import type { Database, Db, Scope } from '../db/database.js'
 import { Batcher } from '../db/batcher.js'
 import { classifyDbError } from '../db/errors.js'
+import type { BinaryRows } from '../db/copy-binary.js'
 import { compileByShape, compileOnce, placeholder, queryBuilder } from '../db/compiled-query.js'
 import {
   type ChangeValues, type ConflictsById, type NewSource, type SourceChange, type SourceDiagnosis, type SourceEdit, type SourceInsert, type SourceRow, type UpdateValues, type VersionRow,
   changeValues, citeConflictKeys, conflictsById, deleteSourceQuery, diagnoseSources, findDeletion, findVersion, findVersionAt, findVersions, insertSources, insertSourcesIf,
   positionsToLonLat, selectConflictsOf, selectConflictsOfOne, selectSourceById, selectSourcesByIds, updateSourceQuery, updateValues, visibleIn
 } from './sources.repository.js'
-import { LIST_INPUT_SHAPE_KEYS, type AttributeTypes, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, attributeTypes, countSources, listFirstSources, pageAttributeTypesQuery, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
+import { LIST_INPUT_SHAPE_KEYS, type AttributeTypes, type FeatureRow, type ListInput, type ListedPage, type RangePage, type RunListing, type SourcesExtent, attributeTypes, canCopyRanges, countSources, listFirstSources, listRangeBinary, pageAttributeTypesQuery, listRange, listRangeRows, listSources, rangeBounds, sourcesExtent } from './sources.listing.js'
 import { geometryProblems } from './filter.sql.js'
 import type { FeatureOutput } from './source-properties.js'
 
@@ -59,6 +60,10 @@ export interface SourceStore {
   listRange: (input: ListInput) => Promise<RangePage>
   /** The same, each Feature in parts (listRangeRows): for the FlatGeobuf export. */
   listRangeRows: (input: ListInput) => Promise<RangePage<FeatureRow[]>>
+  /** Whether ranges like input's can be read as binary rows (canCopyRanges: the server backend). */
+  canCopyRanges: (input: ListInput) => boolean
+  /** The same parts as binary rows through COPY (listRangeBinary): for the FlatGeobuf export, where canCopyRanges. */
+  listRangeBinary: (input: ListInput) => Promise<RangePage<BinaryRows>>
   /** The matches' attributes and the JSON types of their values (attributeTypes): a bulk export's columns. */
   attributeTypes: (input: ListInput) => Promise<AttributeTypes[]>
   /** The same for one page's sources (pageAttributeTypesQuery): a streamed CSV or FlatGeobuf page's columns. */
@@ -199,6 +204,8 @@ export function sourceStore (db: Kysely<Database>, batching?: Batching): SourceS
     rangeBounds: (input) => rangeBounds(run, input),
     listRange: (input) => listRange(run, input),
     listRangeRows: (input) => listRangeRows(run, input),
+    canCopyRanges: (input) => canCopyRanges(db, input),
+    listRangeBinary: (input) => listRangeBinary(db, input),
     attributeTypes: (input) => attributeTypes(db, input),
     pageAttributeTypes: (input) => run(pageAttributeTypesQuery, input),
     count: (input) => countSources(run, input),

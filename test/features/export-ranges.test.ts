@@ -2,8 +2,9 @@
 // Here ranges of 7 over 60 sources: every source once and in id order, with a filter too, the
 // progress bar's total; two reads at once on a server; a range that gains sources after the
 // ranges were cut (inserted between the cut and the reads, with ids inside the first and the
-// last range) is read whole, over several queries; ranges of 1 over 1,100 sources, cut in three
-// statements (RANGES_PER_CUT); a failed read fails the export and leaves no file.
+// last range) is read whole, over several queries; ranges of 1 over 1,100 sources, cut in
+// statements growing from FIRST_CUT ranges to RANGES_PER_CUT; a failed read fails the export and
+// leaves no file.
 import t, { type Test } from 'tap'
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
@@ -11,6 +12,7 @@ import { join } from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
 import { exportSources } from '../../src/features/bulk.js'
+import { FIRST_CUT } from '../../src/features/features.pager.js'
 import { crsCatalogue } from '../../src/sources/crs.js'
 import { RANGES_PER_CUT } from '../../src/sources/sources.listing.js'
 import { sourceStore } from '../../src/sources/sources.store.js'
@@ -79,11 +81,13 @@ t.test('two ranges are read at once on a server', async (t) => {
 t.test('a range that gains sources after it was cut is read whole', async (t) => {
   const base = sourceStore(db)
   const added = [...Array.from({ length: 9 }, (_, i) => idOf(i + 1)), ...Array.from({ length: 9 }, (_, i) => idOf(900 + i))]
+  let inserted = false
   const store: Store = {
     ...base,
     rangeBounds: async (input) => {
       const cut = await base.rangeBounds(input)
-      await insert(added)
+      if (!inserted) await insert(added)
+      inserted = true
       return cut
     }
   }
@@ -91,14 +95,17 @@ t.test('a range that gains sources after it was cut is read whole', async (t) =>
   await sql`DELETE FROM sources WHERE id = ANY (${added}::text[])`.execute(db)
 })
 
-t.test('ranges of 1 over 1,100 sources: cut in three statements', async (t) => {
+t.test('ranges of 1 over 1,100 sources: cut in statements of 4, 32, 256, then RANGES_PER_CUT ranges', async (t) => {
   const many = Array.from({ length: 1100 }, (_, i) => idOf(i, 'src_manyy'))
   await insert(many, 'org-c')
   const base = sourceStore(db)
   let cuts = 0
   const store: Store = { ...base, rangeBounds: async (input) => { cuts++; return await base.rangeBounds(input) } }
   t.same(await exported(t, store, 'many.geojsons', { org: 'org-c', rowsPerQuery: 1 }), { ids: many, total: 1100 })
-  t.equal(cuts, Math.ceil(1100 / RANGES_PER_CUT), `cut ${RANGES_PER_CUT} ranges at a time`)
+  // The first cut small (the first rows read at once), each next eight times larger, up to RANGES_PER_CUT.
+  let expected = 0
+  for (let cut = 0, per = FIRST_CUT; cut < 1100; per = Math.min(per * 8, RANGES_PER_CUT)) { cut += per; expected++ }
+  t.equal(cuts, expected, `${expected} cuts, at most ${RANGES_PER_CUT} ranges each`)
 })
 
 t.test('a read that fails fails the export, and leaves no file', async (t) => {

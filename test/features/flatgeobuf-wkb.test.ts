@@ -1,13 +1,14 @@
-// The FlatGeobuf export reads each geometry from its WKB (flatgeobuf.ts parsedWkb) where the
-// items parse GeoJSON with the flatgeobuf package's parseGeometry: the two must build the same
-// bytes (the package's buildGeometry), for a Polygon, one with holes and a MultiPolygon with a
-// hole, from WKB in either byte order.
+// The FlatGeobuf export reads each geometry from its WKB (flatgeobuf.ts parsedWkb, and
+// wkbGeometry on the server backend's binary rows) where the items parse GeoJSON with the
+// flatgeobuf package's parseGeometry: they must build the same bytes (the package's
+// buildGeometry), for a Polygon, one with holes and a MultiPolygon with a hole, from WKB in
+// either byte order; wkbGeometry also finds the geometry's box.
 import t from 'tap'
 import * as flatbuffers from 'flatbuffers'
 import wkx from 'wkx'
 import { buildGeometry } from 'flatgeobuf/lib/mjs/generic/geometry.js'
 import { parseGeometry } from 'flatgeobuf/lib/mjs/geojson/geometry.js'
-import { parsedWkb } from '../../src/features/formats/flatgeobuf.js'
+import { parsedWkb, wkbGeometry } from '../../src/features/formats/flatgeobuf.js'
 
 type Geometry = Parameters<typeof parseGeometry>[0]
 const geometries: Array<[string, Geometry]> = [
@@ -35,10 +36,19 @@ for (const [name, g] of geometries) {
       b.finish(buildGeometry(b, parsed))
       t.same(Buffer.from(b.asUint8Array()), Buffer.from(expected.asUint8Array()), `${order}: the package's bytes`)
       t.equal(type, g.type, `${order}: its type`)
+      // Straight from the WKB, at an offset in a larger buffer (a row's field).
+      const direct = new flatbuffers.Builder(64)
+      const box = [Infinity, Infinity, -Infinity, -Infinity]
+      direct.finish(wkbGeometry(direct, Buffer.concat([Buffer.from('field before'), wkb, Buffer.from('after')]), 12, box))
+      t.same(Buffer.from(direct.asUint8Array()), Buffer.from(expected.asUint8Array()), `${order}: wkbGeometry, the package's bytes`)
+      const xs = (g.coordinates as unknown[]).flat(3) as number[]
+      t.same(box, [Math.min(...xs.filter((_, i) => i % 2 === 0)), Math.min(...xs.filter((_, i) => i % 2 === 1)), Math.max(...xs.filter((_, i) => i % 2 === 0)), Math.max(...xs.filter((_, i) => i % 2 === 1))], `${order}: its box`)
     }
   })
 }
 
 t.test('another geometry type is refused', async (t) => {
-  t.throws(() => parsedWkb(wkx.Geometry.parseGeoJSON({ type: 'Point', coordinates: [1, 2] }).toWkb()), /WKB geometry type 1/)
+  const point = wkx.Geometry.parseGeoJSON({ type: 'Point', coordinates: [1, 2] }).toWkb()
+  t.throws(() => parsedWkb(point), /WKB geometry type 1/)
+  t.throws(() => wkbGeometry(new flatbuffers.Builder(64), point, 0, [0, 0, 0, 0]), /WKB geometry type 1/)
 })

@@ -27,9 +27,9 @@ const filter: Required<ListFilter> = {
 
 function inputs (field: string): ListInput[] {
   const sort = sortOrder([{ field, descending: true }])
-  // `until` bounds an ascending id order only (a bulk export's range): sampled on its own.
-  const page: Omit<Required<ListPage>, 'until'> = { sort, after: { values: sort.slice(0, -1).map(() => '2024-01-01T00:00:00Z'), id: 'src_1' }, limit: 7 }
-  const range: Required<ListPage> = { sort: sortOrder([{ field: 'id', descending: false }]), after: { values: [], id: 'src_1' }, until: 'src_9', limit: 7 }
+  // `until` and `ranges` bound an ascending id order only (a bulk export's ranges): sampled on their own.
+  const page: Omit<Required<ListPage>, 'until' | 'ranges'> = { sort, after: { values: sort.slice(0, -1).map(() => '2024-01-01T00:00:00Z'), id: 'src_1' }, limit: 7 }
+  const range: Required<ListPage> = { sort: sortOrder([{ field: 'id', descending: false }]), after: { values: [], id: 'src_1' }, until: 'src_9', limit: 7, ranges: 3 }
   return [
     { scope: { organisation: 'org-a' }, filter, page, cap: 100 },
     { scope: 'all', filter, page, cap: 100 },

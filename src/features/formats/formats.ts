@@ -8,7 +8,8 @@
 import { Readable } from 'node:stream'
 import { type ItemsPage, type PageSummary, featureChunks, nextLink, streamed } from '../features.pager.js'
 import type { FeatureRow } from '../../sources/sources.listing.js'
-import { type FeatureOutput, featureColumnList, featurePropertiesOf, featureValuesOf } from '../../sources/source-properties.js'
+import { type FeatureColumn, type FeatureOutput, featureColumnList, featurePropertiesOf, featureValuesOf } from '../../sources/source-properties.js'
+import type { BinaryRows } from '../../db/copy-binary.js'
 import { type Column, type OutFeature, columnsOfTypes } from './columns.js'
 import { FlatGeobufWriter } from './flatgeobuf.js'
 import { CsvWriter, seqRecords } from './text-formats.js'
@@ -92,6 +93,45 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
 }
 
 /**
+ * The file's columns for a bulk export's chunks of rows (rowsOf: each row's id and returned
+ * properties, values unread; attributesOf: its attributes), made from the first chunk's Features
+ * and again for each attribute a later chunk brings; `from` says where each comes from in a row:
+ * its id (-1), a returned property's position among `columns` (featureColumnList), or an
+ * attribute (-2).
+ */
+class ExportColumns {
+  names: string[] = []
+  from: number[] = []
+  private readonly known = new Set<string>()
+
+  constructor (private readonly writer: FlatGeobufWriter, private readonly columns: readonly FeatureColumn[], private readonly attributes?: readonly Column[]) {}
+
+  /** Brings the columns up to a chunk's; true when they changed. */
+  async update (count: number, propertiesOf: (r: number) => Record<string, unknown>, rowAttributes: ReadonlyArray<Record<string, unknown> | undefined>): Promise<boolean> {
+    const first = this.names.length === 0
+    if (!first && !rowAttributes.some((a) => a !== undefined && Object.keys(a).some((name) => !this.known.has(name)))) return false
+    const features: OutFeature[] = []
+    for (let r = 0; r < count; r++) features.push({ type: 'Feature', geometry: null, properties: first ? propertiesOf(r) : rowAttributes[r] ?? null })
+    await this.writer.columnsFrom(features, this.attributes)
+    this.names = this.writer.columnNames()
+    for (const name of this.names) this.known.add(name)
+    this.from = this.names.map((name) => {
+      const at = this.columns.findIndex((c) => c.name === name)
+      return name === 'id' ? -1 : at === -1 ? -2 : at
+    })
+    return true
+  }
+
+  /** The columns of an export without rows. */
+  async none (): Promise<void> {
+    if (this.names.length === 0) await this.writer.columnsFrom([], this.attributes)
+  }
+}
+
+/** A row's attributes from their JSON text (featureColumns' attributes_json; null: none). */
+const attributesOf = (json: unknown): Record<string, unknown> | undefined => typeof json === 'string' ? JSON.parse(json) as Record<string, unknown> : undefined
+
+/**
  * FlatGeobuf for a bulk export's rows, each Feature in parts (features.pager.ts featureRowChunks):
  * the same features as from their texts, without PostgreSQL making the texts and Node parsing
  * them (docs/performance.md). `counted` as textLines'.
@@ -99,30 +139,15 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
 export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(output.crs?.srid)
   const columns = featureColumnList(output)
-  // Where each of the file's columns is in a row's values (rowValues): its id (-1), a returned
-  // property's position, or an attribute (-2); made again when a chunk brings a new attribute.
-  let from: number[] = []
-  let names: string[] = []
+  const file = new ExportColumns(writer, columns, attributes)
   const rowValues: unknown[] = []
   const fileValues: unknown[] = []
-  const known = new Set<string>()
   try {
     for await (const rows of chunks) {
       counted?.(rows.length)
-      const rowAttributes = rows.map((row) => typeof row.attributes_json === 'string' ? JSON.parse(row.attributes_json) as Record<string, unknown> : undefined)
-      // The columns from the first chunk's Features (their properties as featureText's), and a
-      // column for each attribute a later chunk brings.
-      if (names.length === 0 || rowAttributes.some((a) => a !== undefined && Object.keys(a).some((name) => !known.has(name)))) {
-        await writer.columnsFrom(names.length === 0
-          ? rows.map((row) => ({ type: 'Feature' as const, id: row.id, geometry: null, properties: featurePropertiesOf(row, columns) }))
-          : rowAttributes.map((a) => ({ type: 'Feature' as const, geometry: null, properties: a ?? null })), attributes)
-        names = writer.columnNames()
-        for (const name of names) known.add(name)
-        from = names.map((name) => {
-          const at = columns.findIndex((c) => c.name === name)
-          return name === 'id' ? -1 : at === -1 ? -2 : at
-        })
-      }
+      const rowAttributes = rows.map((row) => attributesOf(row.attributes_json))
+      await file.update(rows.length, (r) => featurePropertiesOf(rows[r] as FeatureRow, columns), rowAttributes)
+      const { from, names } = file
       for (const [r, row] of rows.entries()) {
         const values = featureValuesOf(row, columns, rowValues)
         const a = rowAttributes[r]
@@ -131,11 +156,61 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
           const name = names[i] as string
           fileValues[i] = at === -1 ? row.id : at >= 0 ? values[at] : a !== undefined && Object.hasOwn(a, name) ? a[name] : null
         }
-        // Both arrays are used again for the next row: addParts has encoded the values before it returns to wait.
-        await writer.addParts(row.geometry_wkb, fileValues)
+        // Both arrays are used again for the next row: addParts has encoded the values before it returns.
+        const wait = writer.addParts(row.geometry_wkb, fileValues)
+        if (wait !== undefined) await wait
       }
     }
-    if (names.length === 0) await writer.columnsFrom([], attributes)
+    await file.none()
+  } catch (e) {
+    await writer.abort()
+    throw e
+  }
+  return writer.finish()
+}
+
+/**
+ * The same from binary COPY rows (features.pager.ts featureBinaryChunks, on the server backend):
+ * each value copied from PostgreSQL's bytes into the file (FlatGeobufWriter addBinary), the
+ * attributes alone parsed; the same file as flatGeobufOfRows' (a test compares them).
+ */
+export async function flatGeobufOfBinaryRows (chunks: AsyncIterable<BinaryRows>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
+  const writer = new FlatGeobufWriter(output.crs?.srid)
+  const columns = featureColumnList(output)
+  const file = new ExportColumns(writer, columns, attributes)
+  // The attributes' field: after the id, the WKB and the returned properties (featureColumns).
+  const attributesField = 2 + columns.length
+  const empty = Object.fromEntries(columns.map((c) => [c.name, null]))
+  let fields = new Int32Array(0)
+  const fileValues: unknown[] = []
+  try {
+    for await (const rows of chunks) {
+      counted?.(rows.count)
+      const { data, starts, lengths } = rows
+      const rowAttributes: Array<Record<string, unknown> | undefined> = []
+      for (let r = 0; r < rows.count; r++) {
+        const f = r * rows.fields + attributesField
+        const length = lengths[f] as number
+        rowAttributes.push(length === -1 ? undefined : attributesOf(data.toString('utf8', starts[f], (starts[f] as number) + length)))
+      }
+      // Only the properties' names matter to columnsOf (their kinds are the registry's); the attributes' values too.
+      if (await file.update(rows.count, (r) => rowAttributes[r] === undefined ? empty : { ...empty, ...rowAttributes[r] }, rowAttributes)) {
+        fields = Int32Array.from(file.from, (at) => at === -1 ? 0 : at >= 0 ? at + 2 : -1)
+      }
+      const { from, names } = file
+      for (let r = 0; r < rows.count; r++) {
+        const a = rowAttributes[r]
+        for (let i = 0; i < from.length; i++) {
+          if (from[i] !== -2) continue
+          const name = names[i] as string
+          fileValues[i] = a !== undefined && Object.hasOwn(a, name) ? a[name] : null
+        }
+        // fileValues is used again for the next row: addBinary has encoded it before it returns.
+        const wait = writer.addBinary(rows, r, fields, fileValues)
+        if (wait !== undefined) await wait
+      }
+    }
+    await file.none()
   } catch (e) {
     await writer.abort()
     throw e
