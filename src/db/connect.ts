@@ -41,6 +41,7 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
     const pool = makePool(opts, /^postgres(ql)?:\/\//.test(opts.url.trim()) ? opts.url : (targets.hosts[0] as { url: string }).url, Client)
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     pools.set(db, pool)
+    copyable(db, opts, pool)
     return db
   }
   const pool = new FailoverPool({
@@ -53,7 +54,18 @@ export function connect (opts: ConnectOptions): Kysely<Database> {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   pools.set(db, pool)
   failoverPools.set(db, pool)
+  copyable(db, opts, pool)
   return db
+}
+
+/**
+ * A pool whose connections may run a COPY (copy-binary.ts): not behind a transaction pooler,
+ * where pg's query_timeout stands in for statement_timeout: pg clears that timer only through a
+ * query's callback, which pg-copy-streams' COPY never calls, so it would fire on the connection
+ * 30 s later, whoever holds it then.
+ */
+function copyable (db: Kysely<Database>, opts: ConnectOptions, pool: ConnectionSource): void {
+  if (opts.transactionPooler !== true) copyPools.set(db, pool)
 }
 
 function makePool (opts: ConnectOptions, url: string, Client: typeof pg.Client, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
@@ -78,7 +90,8 @@ function makePool (opts: ConnectOptions, url: string, Client: typeof pg.Client, 
   return pool
 }
 
-const pools = new WeakMap<Kysely<Database>, PoolCounts & ConnectionSource>()
+const pools = new WeakMap<Kysely<Database>, PoolCounts>()
+const copyPools = new WeakMap<Kysely<Database>, ConnectionSource>()
 const failoverPools = new WeakMap<Kysely<Database>, FailoverPool>()
 
 /** The pool under a database opened by connect (for its metrics); undefined for any other (embedded). */
@@ -86,9 +99,9 @@ export function poolOf (db: Kysely<Database>): PoolCounts | undefined {
   return pools.get(db)
 }
 
-/** The pool under a database opened by connect, to take a connection of its own (a COPY: copy-binary.ts); undefined for any other (embedded). */
-export function rawPoolOf (db: Kysely<Database>): ConnectionSource | undefined {
-  return pools.get(db)
+/** The pool under a database opened by connect, to take a connection of its own for a COPY (copy-binary.ts); undefined for any other (embedded) and behind a transaction pooler (copyable). */
+export function copyPoolOf (db: Kysely<Database>): ConnectionSource | undefined {
+  return copyPools.get(db)
 }
 
 /** The failover pool under a database opened by connect on a multi-host URL; undefined otherwise. */

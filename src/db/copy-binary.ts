@@ -2,13 +2,13 @@
 // through pg-copy-streams), for a reader that copies values into a file of its own without
 // making a JavaScript value of each: pg makes a string of every field of every row (bytea as hex
 // text to decode), which was most of a large FlatGeobuf export's time in Node
-// (docs/performance.md). Only the server backend's pools can copy; the embedded backend reads
-// rows as before.
+// (docs/performance.md). Only the server backend's pools can copy (not behind a transaction
+// pooler); elsewhere rows are read as before.
 import type { Kysely } from 'kysely'
 import pg from 'pg'
 import { to as copyTo } from 'pg-copy-streams'
 import type { Database } from './database.js'
-import { rawPoolOf } from './connect.js'
+import { copyPoolOf } from './connect.js'
 
 /**
  * Rows of a binary COPY: field f of row r is data[starts[r * fields + f]] and the
@@ -39,7 +39,7 @@ export function parseBinaryCopy (data: Buffer): BinaryRows {
     if (n === -1) break
     if (fields === -1) fields = n
     else if (n !== fields) throw new Error(`binary COPY: a row of ${n} fields among rows of ${fields}`)
-    if ((count + 1) * n > starts.length) {
+    while ((count + 1) * n > starts.length) {
       const grownStarts = new Int32Array(starts.length * 2)
       grownStarts.set(starts)
       starts = grownStarts
@@ -65,7 +65,9 @@ export function parseBinaryCopy (data: Buffer): BinaryRows {
  * A statement's parameters written into its text as literals, for COPY (which takes none): each
  * as a quoted literal, of unknown type as a parameter sent as text is, so PostgreSQL resolves its
  * type from the same context. Only strings, finite numbers, booleans and null: undefined for any
- * other (a Date, an array, a Buffer), whose text form pg chooses itself.
+ * other (a Date, an array, a Buffer), whose text form pg chooses itself. A `$n` is a placeholder
+ * only outside quoted literals and identifiers: a CQL2 filter's attribute name is written into
+ * the text as a literal and may hold one.
  */
 export function inlineParameters (text: string, parameters: readonly unknown[]): string | undefined {
   const literals: string[] = []
@@ -75,23 +77,42 @@ export function inlineParameters (text: string, parameters: readonly unknown[]):
     else if ((typeof p === 'number' && Number.isFinite(p)) || typeof p === 'boolean') literals.push(`'${String(p)}'`)
     else return undefined
   }
-  // Kysely writes no dollar quotes, and no $n but its placeholders.
-  if (text.includes('$$')) return undefined
-  let unknown = false
-  const inlined = text.replace(/\$(\d+)/g, (_, n: string) => {
-    const literal = literals[Number(n) - 1]
-    if (literal === undefined) unknown = true
-    return literal ?? ''
-  })
-  return unknown ? undefined : inlined
+  let out = ''
+  let from = 0
+  let quote = ''
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string
+    if (quote !== '') {
+      // A doubled quote is one quote inside; the other ends it.
+      if (c === quote) {
+        if (text[i + 1] === quote) i++
+        else quote = ''
+      }
+      continue
+    }
+    if (c === '\'' || c === '"') {
+      // Kysely writes no E'' strings (a backslash would escape there), nor dollar quotes.
+      if (c === '\'' && /[eE]/.test(text[i - 1] ?? '') && !/\w/.test(text[i - 2] ?? '')) return undefined
+      quote = c
+    } else if (c === '$') {
+      const digits = /^\d+/.exec(text.slice(i + 1))
+      if (digits === null) return undefined
+      const literal = literals[Number(digits[0]) - 1]
+      if (literal === undefined) return undefined
+      out += text.slice(from, i) + literal
+      i += digits[0].length
+      from = i + 1
+    }
+  }
+  return quote === '' ? out + text.slice(from) : undefined
 }
 
-/** Whether `db` can copy (a server backend's pool). */
-export const canCopy = (db: Kysely<Database>): boolean => rawPoolOf(db) !== undefined
+/** Whether `db` can copy (a server backend's pool, not behind a transaction pooler: connect.ts copyable). */
+export const canCopy = (db: Kysely<Database>): boolean => copyPoolOf(db) !== undefined
 
 /** The rows of a compiled statement through binary COPY on a connection of db's pool (canCopy; the parameters inlinable). */
 export async function copyBinary (db: Kysely<Database>, query: { sql: string, parameters: readonly unknown[] }): Promise<BinaryRows> {
-  const pool = rawPoolOf(db)
+  const pool = copyPoolOf(db)
   const text = inlineParameters(query.sql, query.parameters)
   if (pool === undefined || text === undefined) throw new Error('this statement cannot be copied')
   const client = await pool.connect()

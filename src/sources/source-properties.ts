@@ -218,9 +218,11 @@ const conflictItem = sql`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || 
 
 /**
  * conflictsJoin's summaries for every source of a relation at once (`ids`, its name, with an id
- * column; a bulk export's range): the pairs of its ids read in one range of the pairs' index and
- * summed up by source, instead of a probe and an aggregate for each row, which were half of
- * PostgreSQL's time for a row of a range without conflicts (docs/performance.md).
+ * column; a bulk export's range): the pairs of its ids found by a probe of the pairs' index each
+ * and summed up by source in one aggregate, instead of a subquery and an aggregate for each row,
+ * which were half of PostgreSQL's time for a row of a range without conflicts
+ * (docs/performance.md). Probes, not one range of the index between the first and the last id:
+ * ids are random, so an organisation's range of ids spans every other's pairs too.
  */
 export function conflictsJoinAll (id: RawBuilder<unknown>, ids: string, alias: string): RawBuilder<unknown> {
   const relation = sql.table(ids)
@@ -228,8 +230,7 @@ export function conflictsJoinAll (id: RawBuilder<unknown>, ids: string, alias: s
       CASE WHEN count(*) > ${sql.lit(CONFLICTS_LISTED)} THEN count(*) END AS total
     FROM (SELECT p.source_id, p.other_id, p.overlap_m2, p.overlap_ratio, p.overlap_period,
         row_number() OVER (PARTITION BY p.source_id ORDER BY p.overlap_m2 DESC, p.other_id) AS n
-      FROM source_conflict_pairs AS p WHERE p.source_id >= (SELECT min(id) FROM ${relation}) AND p.source_id <= (SELECT max(id) FROM ${relation})
-        AND p.source_id IN (SELECT id FROM ${relation})) AS c
+      FROM ${relation} AS k JOIN source_conflict_pairs AS p ON p.source_id = k.id) AS c
     GROUP BY c.source_id) AS ${sql.ref(alias)} ON ${sql.ref(alias)}.source_id = ${id}`
 }
 

@@ -2,9 +2,9 @@
 // backend: the parameters written into the statement as literals must mean what they meant as
 // parameters (a quote, a backslash, a non-ASCII string, numbers, booleans, NULL; anything else
 // is not inlined), and the rows parsed from PostgreSQL's own output must hold each field's bytes
-// in its type's binary form, NULLs included. A timestamptz's binary form is written as the API
-// writes an instant (flatgeobuf.ts writeIsoUtc), held to PostgreSQL's to_char over a spread of
-// instants. Parsing and inlining run on both backends; the COPY itself on the server backend.
+// in its type's binary form, NULLs included; a $n inside a literal stays text. A timestamptz's
+// binary form is written as the API writes an instant (flatgeobuf.ts writeIsoUtc), held to
+// PostgreSQL's to_char over a spread of instants, years BC and after 9999 among them. Parsing and inlining run on both backends; the COPY itself on the server backend.
 import t from 'tap'
 import { CompiledQuery, sql } from 'kysely'
 import { openDatabase } from '../../src/db/open.js'
@@ -30,6 +30,16 @@ t.test('inlined parameters mean what they meant as parameters', async (t) => {
   t.same(viaParameters, { a: tricky[0], b: tricky[1], c: tricky[2], d: '', e: '$1', f: 'two\nlines', n: '42', x: 1.5, yes: true, none: null })
 })
 
+t.test('a $n inside a literal or an identifier is text, not a placeholder', async (t) => {
+  // A CQL2 filter's attribute name is written into the statement as a literal (filter.sql.ts).
+  const text = 'SELECT \'a$1\' AS "b$2", \'it\'\'s $1\' AS c, $1::text AS d, "b$2" FROM (SELECT 1 AS "b$2") AS x'
+  const inlined = inlineParameters(text, ['||(SELECT 1)||'])
+  t.equal(inlined, 'SELECT \'a$1\' AS "b$2", \'it\'\'s $1\' AS c, \'||(SELECT 1)||\'::text AS d, "b$2" FROM (SELECT 1 AS "b$2") AS x')
+  t.same((await sql.raw(inlined as string).execute(db)).rows[0], { b$2: 1, c: 'it\'s $1', d: '||(SELECT 1)||' }, 'runs as the text says')
+  t.equal(inlineParameters('SELECT \'open', []), undefined, 'an unclosed literal')
+  t.equal(inlineParameters('SELECT E\'a\\\'b\' || $1', ['x']), undefined, 'an E\'\' string (Kysely writes none)')
+})
+
 t.test('what is not inlined', async (t) => {
   t.equal(inlineParameters('SELECT $1', [new Date()]), undefined, 'a Date (pg chooses its text)')
   t.equal(inlineParameters('SELECT $1', [Buffer.from('x')]), undefined, 'a Buffer (sent as binary)')
@@ -51,14 +61,17 @@ t.test('a timestamptz\'s binary form written as the API writes an instant', asyn
   // Instants from 1900 to 2200, some on whole seconds, some with one to six fraction digits.
   const rows = (await sql<{ bytes: Buffer | Uint8Array, text: string }>`SELECT timestamptz_send(ts) AS bytes, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS text
     FROM (SELECT '1900-01-01Z'::timestamptz + (n * 9467.123457 * (n % 7)) * interval '1 second' + (n % 3) * interval '1 day' AS ts FROM generate_series(0, 999) AS n
-      UNION ALL SELECT '2000-01-01Z'::timestamptz UNION ALL SELECT '1999-12-31T23:59:59.999999Z' UNION ALL SELECT '2024-02-29T12:00:00.5Z' UNION ALL SELECT '2200-12-31T23:59:59.000001Z') AS s`.execute(db)).rows
+      UNION ALL SELECT '2000-01-01Z'::timestamptz UNION ALL SELECT '1999-12-31T23:59:59.999999Z' UNION ALL SELECT '2024-02-29T12:00:00.5Z' UNION ALL SELECT '2200-12-31T23:59:59.000001Z'
+      -- Beyond 2^53 µs of 2000 (a BigInt's way), before year 1, after 9999.
+      UNION ALL SELECT '1500-06-07T01:02:03.000001Z' UNION ALL SELECT '2500-01-01T00:00:00.25Z' UNION ALL SELECT '0044-03-15 12:00:00.5+00 BC'
+      UNION ALL SELECT '0001-03-15 00:00+00 BC' UNION ALL SELECT '0001-01-01T00:00:00Z' UNION ALL SELECT '12345-06-07 01:02:03+00') AS s`.execute(db)).rows
   const buf = Buffer.alloc(64)
   const wrong = rows.flatMap(({ bytes, text }) => {
     const b = Buffer.from(bytes)
     const got = buf.toString('latin1', 0, writeIsoUtc(buf, 0, b.readInt32BE(0), b.readUInt32BE(4)))
     return got === isoUtcTrimmed(text) ? [] : [`${got} for ${text}`]
   })
-  t.equal(rows.length, 1004)
+  t.equal(rows.length, 1010)
   t.same(wrong.slice(0, 5), [], 'every one as to_char, trimmed')
 })
 
@@ -86,4 +99,10 @@ t.test('the rows of a COPY: each field in its binary form, NULLs as -1', { skip:
 t.test('the embedded backend does not copy', { skip: backend === 'server' ? 'the server backend copies' : false }, async (t) => {
   t.notOk(canCopy(db))
   await t.rejects(copyBinary(db, { sql: 'SELECT 1', parameters: [] }), /cannot be copied/)
+})
+
+t.test('behind a transaction pooler, no COPY (pg\'s query_timeout would outlive it)', { skip: backend === 'embedded' ? 'the embedded backend does not copy' : false }, async (t) => {
+  const pooled = await openDatabase({ ...targetConfig(target), DB_POOL_MODE: 'transaction' }, { poolMax: 1 })
+  t.teardown(() => pooled.db.destroy())
+  t.notOk(canCopy(pooled.db))
 })

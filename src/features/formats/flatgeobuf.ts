@@ -301,6 +301,8 @@ class PropertyBytes {
       const length = lengths[base + f] as number
       if (length === -1) continue
       const at = starts[base + f] as number
+      // ±infinity: to_char gives NULL, so the Feature's text leaves the property out; so here.
+      if (kind === 'timestamp' && isInfinite(data, at)) continue
       // Written byte by byte: Buffer's writeUInt16LE and copy check their arguments, which cost
       // more than the few bytes they write here.
       this.room(6 + (kind === 'timestamp' ? 40 : length))
@@ -406,6 +408,13 @@ class PropertyBytes {
   }
 }
 
+/** Whether the timestamptz at data[at] is infinity or -infinity (int64's largest and smallest). */
+function isInfinite (data: Buffer, at: number): boolean {
+  const hi = data.readInt32BE(at)
+  const lo = data.readUInt32BE(at + 4)
+  return (hi === 0x7FFFFFFF && lo === 0xFFFFFFFF) || (hi === -0x80000000 && lo === 0)
+}
+
 /** Days from 0000-03-01 to 1970-01-01 (Hinnant's civil_from_days), and from 1970-01-01 to PostgreSQL's epoch, 2000-01-01. */
 const DAYS_TO_UNIX = 719_468
 const PG_EPOCH_DAYS = 10_957
@@ -429,11 +438,10 @@ function writeDigits (buf: Buffer, at: number, n: number, width: number): number
 /**
  * A timestamptz's binary form (microseconds since 2000-01-01 UTC, as its high and low 32 bits)
  * as the API writes an instant (db/postgis.ts isoUtc: YYYY-MM-DDTHH:MM:SS, the fraction's
- * trailing zeros dropped, Z), written at `at`; returns the bytes written (at most 40).
+ * trailing zeros dropped, Z; the year as to_char's YYYY), written at `at`; returns the bytes
+ * written (at most 40). Not for ±infinity (isInfinite), which to_char makes NULL.
  */
 export function writeIsoUtc (buf: Buffer, at: number, hi: number, lo: number): number {
-  if (hi === 0x7FFFFFFF && lo === 0xFFFFFFFF) return buf.write('infinity', at, 'latin1')
-  if (hi === -0x80000000 && lo === 0) return buf.write('-infinity', at, 'latin1')
   const big = hi * 0x1_0000_0000 + lo
   // Exact below 2^53 µs (some 285 years either side of 2000); beyond, through a BigInt.
   let seconds: number
@@ -460,13 +468,13 @@ export function writeIsoUtc (buf: Buffer, at: number, hi: number, lo: number): n
   const month = mp < 10 ? mp + 3 : mp - 9
   const year = yoe + era * 400 + (month <= 2 ? 1 : 0)
   let p = at
-  if (year >= 0 && year <= 9999) {
+  if (year >= 1 && year <= 9999) {
     two(buf, p, (year / 100) | 0)
     two(buf, p + 2, year % 100)
     p += 4
   } else {
-    if (year < 0) buf[p++] = 0x2D
-    p += writeDigits(buf, p, Math.abs(year), 4)
+    // As to_char's YYYY: a year after 9999 in full; one before 1 as its number BC (0 is 1 BC), unsigned.
+    p += writeDigits(buf, p, year >= 1 ? year : 1 - year, 4)
   }
   const hour = (sod / 3600) | 0
   const minute = ((sod - hour * 3600) / 60) | 0
