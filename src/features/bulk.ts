@@ -28,6 +28,7 @@ import { featureBinaryChunks, featureChunks, featureRowChunks } from './features
 import { parseItemsQuery } from './features.query.js'
 import { fileAxes, flatGeobufOfBinaryRows, flatGeobufOfRows, formatLines } from './formats/formats.js'
 import { columnsOfTypes } from './formats/columns.js'
+import { FILE_BUFFER } from './formats/flatgeobuf.js'
 
 export const EXPORT_FORMATS = ['fgb', 'geojsonseq', 'ndjson', 'csv'] as const
 export type ExportFormat = typeof EXPORT_FORMATS[number]
@@ -55,7 +56,8 @@ export async function exportSources (
   }
 
   const tmp = `${options.to}.partial`
-  const out = createWriteStream(tmp)
+  // Room for a few of the file's chunks, so that writing one does not hold up making the next (FILE_BUFFER).
+  const out = createWriteStream(tmp, { highWaterMark: FILE_BUFFER })
   // The file's own failure (a full disk) fails the export at its next write or at the end; one
   // that comes after the export failed otherwise (writes still queued when it is destroyed) is
   // that failure's, not another.
@@ -69,10 +71,15 @@ export async function exportSources (
     // CSV and FlatGeobuf name their columns before their rows: every attribute of the matches,
     // each typed to hold all its values (a number beside a string: a string column), read first
     // in one pass, so that no value is left out of the file.
-    const attributes = options.format === 'fgb' || options.format === 'csv'
-      ? columnsOfTypes(await store.attributeTypes({ scope, filter: parsed.filter, page: { sort: parsed.sort, limit: rowsPerQuery }, cap: 0, output: page.parsed.output }))
-      : undefined
+    // FlatGeobuf's pass runs while its first ranges are cut and read (on the pool's other
+    // connection); the columns are awaited before the first row is written.
+    const attributeColumns = options.format === 'fgb' || options.format === 'csv'
+      ? store.attributeTypes({ scope, filter: parsed.filter, page: { sort: parsed.sort, limit: rowsPerQuery }, cap: 0, output: page.parsed.output }).then(columnsOfTypes)
+      : Promise.resolve(undefined)
+    // Its failure is the export's, met where it is awaited.
+    attributeColumns.catch(() => {})
     if (options.format === 'fgb') {
+      const attributes = attributeColumns
       // Through binary COPY where the database can (the server backend; a filter's values
       // inlinable): the same file, made with a fraction of Node's work (docs/performance.md).
       const { filter, sort, output } = page.parsed
@@ -82,6 +89,7 @@ export async function exportSources (
         : await flatGeobufOfRows(featureRowChunks(page), output, counted, attributes)
       for await (const chunk of file) await write(chunk)
     } else {
+      const attributes = await attributeColumns
       for await (const text of formatLines(options.format, featureChunks(page), counted, attributes)) await write(text)
     }
     out.end()

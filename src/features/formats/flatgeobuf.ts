@@ -30,6 +30,12 @@ const MAGIC = Uint8Array.of(0x66, 0x67, 0x62, 0x03, 0x66, 0x67, 0x62, 0x00)
 const NODE_SIZE = 16
 const NODE_BYTES = 40
 const OUT_CHUNK = 256 * 1024
+/**
+ * The bytes a file stream holds before it asks its writer to wait: with the stream's default
+ * (16 KiB) every OUT_CHUNK waited for its write to finish, and the encoding with it; with room for
+ * a few chunks the writes run on libuv's threads while the next features are encoded.
+ */
+export const FILE_BUFFER = 4 * 1024 * 1024
 
 const COLUMN_TYPE: Record<ColumnKind, ColumnType> = {
   string: ColumnType.String,
@@ -523,7 +529,7 @@ export class FlatGeobufWriter {
     // The Feature's id as the first column: FlatGeobuf's own feature ids are row numbers.
     this.columns = [{ name: 'id', kind: typeof features[0]?.id === 'number' ? 'integer' : 'string' }, ...columnsOf(features, attributes).filter((c) => c.name !== 'id')]
     this.dir = await mkdtemp(join(tmpdir(), 'fgb-'))
-    this.file = createWriteStream(join(this.dir, 'features'))
+    this.file = createWriteStream(join(this.dir, 'features'), { highWaterMark: FILE_BUFFER })
   }
 
   /**

@@ -104,7 +104,8 @@ class ExportColumns {
   from: number[] = []
   private readonly known = new Set<string>()
 
-  constructor (private readonly writer: FlatGeobufWriter, private readonly columns: readonly FeatureColumn[], private readonly attributes?: readonly Column[]) {}
+  // attributes: known before the rows (columnsOfTypes), or coming while the first are read.
+  constructor (private readonly writer: FlatGeobufWriter, private readonly columns: readonly FeatureColumn[], private readonly attributes?: readonly Column[] | Promise<readonly Column[] | undefined>) {}
 
   /** Brings the columns up to a chunk's; true when they changed. */
   async update (count: number, propertiesOf: (r: number) => Record<string, unknown>, rowAttributes: ReadonlyArray<Record<string, unknown> | undefined>): Promise<boolean> {
@@ -112,7 +113,7 @@ class ExportColumns {
     if (!first && !rowAttributes.some((a) => a !== undefined && Object.keys(a).some((name) => !this.known.has(name)))) return false
     const features: OutFeature[] = []
     for (let r = 0; r < count; r++) features.push({ type: 'Feature', geometry: null, properties: first ? propertiesOf(r) : rowAttributes[r] ?? null })
-    await this.writer.columnsFrom(features, this.attributes)
+    await this.writer.columnsFrom(features, await this.attributes)
     this.names = this.writer.columnNames()
     for (const name of this.names) this.known.add(name)
     this.from = this.names.map((name) => {
@@ -124,7 +125,7 @@ class ExportColumns {
 
   /** The columns of an export without rows. */
   async none (): Promise<void> {
-    if (this.names.length === 0) await this.writer.columnsFrom([], this.attributes)
+    if (this.names.length === 0) await this.writer.columnsFrom([], await this.attributes)
   }
 }
 
@@ -134,9 +135,10 @@ const attributesOf = (json: unknown): Record<string, unknown> | undefined => typ
 /**
  * FlatGeobuf for a bulk export's rows, each Feature in parts (features.pager.ts featureRowChunks):
  * the same features as from their texts, without PostgreSQL making the texts and Node parsing
- * them (docs/performance.md). `counted` as textLines'.
+ * them (docs/performance.md). `counted` as textLines'; `attributes`, the attribute columns known
+ * before the rows (columnsOfTypes), may still be coming: awaited before the first row is written.
  */
-export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
+export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[] | Promise<readonly Column[] | undefined>): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(output.crs?.srid)
   const columns = featureColumnList(output)
   const file = new ExportColumns(writer, columns, attributes)
@@ -174,7 +176,7 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
  * each value copied from PostgreSQL's bytes into the file (FlatGeobufWriter addBinary), the
  * attributes alone parsed; the same file as flatGeobufOfRows' (a test compares them).
  */
-export async function flatGeobufOfBinaryRows (chunks: AsyncIterable<BinaryRows>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
+export async function flatGeobufOfBinaryRows (chunks: AsyncIterable<BinaryRows>, output: FeatureOutput, counted?: (n: number) => void, attributes?: readonly Column[] | Promise<readonly Column[] | undefined>): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(output.crs?.srid)
   const columns = featureColumnList(output)
   const file = new ExportColumns(writer, columns, attributes)
