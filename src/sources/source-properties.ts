@@ -220,7 +220,7 @@ const conflictItem = sql`'{"id":' || to_json(c.other_id) || ',"overlap_m2":' || 
  * conflictsJoin's summaries for every source of a relation at once (`ids`, its name, with an id
  * column; a bulk export's range): the pairs of its ids found by a probe of the pairs' index each
  * and summed up by source in one aggregate, instead of a subquery and an aggregate for each row,
- * which were half of PostgreSQL's time for a row of a range without conflicts
+ * which were much of PostgreSQL's time for a row of a range without conflicts
  * (docs/performance.md). Probes, not one range of the index between the first and the last id:
  * ids are random, so an organisation's range of ids spans every other's pairs too.
  */
@@ -306,8 +306,8 @@ export function featureText (c: SourceColumns, conflicts: ConflictSummary | 'ver
 
 /**
  * A property's value in the one type its binary form is read as (BINARY_TYPES), for a binary
- * COPY of featureColumns (`binary`): a timestamp as timestamptz, not text (to_char was a third of
- * PostgreSQL's time for each row); a JSON text (conflict's true/false, conflicts_total's number)
+ * COPY of featureColumns (`binary`): a timestamp as timestamptz, not text (to_char was much of
+ * PostgreSQL's time for each row: docs/performance.md); a JSON text (conflict's true/false, conflicts_total's number)
  * cast back to its value.
  */
 function binaryValue (p: SourceProperty, v: RawBuilder<unknown>): RawBuilder<unknown> {

@@ -179,6 +179,14 @@ export function parsedWkb (wkb: Uint8Array): { parsed: IParsedGeometry, type: st
   return { parsed: { xy: [], parts, type: GeometryType.MultiPolygon } as unknown as IParsedGeometry, type: 'MultiPolygon' }
 }
 
+/** Grows box ([minX, minY, maxX, maxY]) to hold the point x, y. */
+function growBox (box: number[], x: number, y: number): void {
+  if (x < box[0]!) box[0] = x
+  if (y < box[1]!) box[1] = y
+  if (x > box[2]!) box[2] = x
+  if (y > box[3]!) box[3] = y
+}
+
 /** What the flatbuffers builder's createByteVector uses of it (its free space and its buffer), to copy a vector's bytes in as that does. */
 interface BuilderInternals { space: number, bb: { bytes: () => Uint8Array, setPosition: (at: number) => void } }
 
@@ -214,14 +222,7 @@ export function wkbGeometry (b: flatbuffers.Builder, data: Buffer, at: number, b
         const count = ends[r]! - (r === 0 ? 0 : ends[r - 1]!)
         const start = end - 16 * count
         data.copy(bytes, raw.space + 16 * (r === 0 ? 0 : ends[r - 1]!), start, end)
-        for (let p = start; p < end; p += 16) {
-          const x = data.readDoubleLE(p)
-          const y = data.readDoubleLE(p + 8)
-          if (x < box[0]!) box[0] = x
-          if (y < box[1]!) box[1] = y
-          if (x > box[2]!) box[2] = x
-          if (y > box[3]!) box[3] = y
-        }
+        for (let p = start; p < end; p += 16) growBox(box, data.readDoubleLE(p), data.readDoubleLE(p + 8))
         end = start - 4
       }
     } else {
@@ -232,10 +233,7 @@ export function wkbGeometry (b: flatbuffers.Builder, data: Buffer, at: number, b
         for (let p = end - 16; p >= start; p -= 16) {
           const x = data.readDoubleBE(p)
           const y = data.readDoubleBE(p + 8)
-          if (x < box[0]!) box[0] = x
-          if (y < box[1]!) box[1] = y
-          if (x > box[2]!) box[2] = x
-          if (y > box[3]!) box[3] = y
+          growBox(box, x, y)
           b.addFloat64(y)
           b.addFloat64(x)
         }
@@ -449,7 +447,7 @@ function writeDigits (buf: Buffer, at: number, n: number, width: number): number
  */
 export function writeIsoUtc (buf: Buffer, at: number, hi: number, lo: number): number {
   const big = hi * 0x1_0000_0000 + lo
-  // Exact below 2^53 µs (some 285 years either side of 2000); beyond, through a BigInt.
+  // Exact while the microseconds are a safe integer; beyond, through a BigInt.
   let seconds: number
   let micros: number
   if (Math.abs(big) < Number.MAX_SAFE_INTEGER) {
@@ -570,7 +568,7 @@ export class FlatGeobufWriter {
    * The same for row r of binary COPY rows (db/copy-binary.ts): its geometry the WKB of field 1,
    * file column i the row's field fields[i] or, where that is -1, values[i] (PropertyBytes
    * encodeBinary). Like addParts, a promise only when the temporary file asks to wait (a
-   * promise for each of a million features was a visible part of an export's time).
+   * promise for each feature was a visible part of a large export's time: docs/performance.md).
    */
   addBinary (rows: BinaryRows, r: number, fields: Int32Array, values: readonly unknown[]): Promise<void> | undefined {
     const at = rows.starts[r * rows.fields + 1] as number

@@ -78,18 +78,14 @@ async function * textLines (key: 'geojsonseq' | 'ndjson' | 'csv', source: AsyncI
 /** A FlatGeobuf file of Features, written (to a temporary file) before its first byte is read. */
 export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 4326, attributes?: readonly Column[]): Promise<AsyncGenerator<Uint8Array>> {
   const writer = new FlatGeobufWriter(srid)
-  try {
+  return await fileOf(writer, async () => {
     for await (const batch of source) {
       await writer.columnsFrom(batch, attributes)
       for (const f of batch) await writer.add(f)
     }
     // An empty page's columns (a page with Features has them already: this adds none).
     await writer.columnsFrom([], attributes)
-  } catch (e) {
-    await writer.abort()
-    throw e
-  }
-  return writer.finish()
+  })
 }
 
 /**
@@ -129,6 +125,17 @@ class ExportColumns {
   }
 }
 
+/** The writer's file once `fill` has added its Features; the temporary file removed when filling fails. */
+async function fileOf (writer: FlatGeobufWriter, fill: () => Promise<void>): Promise<AsyncGenerator<Uint8Array>> {
+  try {
+    await fill()
+  } catch (e) {
+    await writer.abort()
+    throw e
+  }
+  return writer.finish()
+}
+
 /** A row's attributes from their JSON text (featureColumns' attributes_json; null: none). */
 const attributesOf = (json: unknown): Record<string, unknown> | undefined => typeof json === 'string' ? JSON.parse(json) as Record<string, unknown> : undefined
 
@@ -144,7 +151,7 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
   const file = new ExportColumns(writer, columns, attributes)
   const rowValues: unknown[] = []
   const fileValues: unknown[] = []
-  try {
+  return await fileOf(writer, async () => {
     for await (const rows of chunks) {
       counted?.(rows.length)
       const rowAttributes = rows.map((row) => attributesOf(row.attributes_json))
@@ -164,11 +171,7 @@ export async function flatGeobufOfRows (chunks: AsyncIterable<FeatureRow[]>, out
       }
     }
     await file.none()
-  } catch (e) {
-    await writer.abort()
-    throw e
-  }
-  return writer.finish()
+  })
 }
 
 /**
@@ -185,7 +188,7 @@ export async function flatGeobufOfBinaryRows (chunks: AsyncIterable<BinaryRows>,
   const empty = Object.fromEntries(columns.map((c) => [c.name, null]))
   let fields = new Int32Array(0)
   const fileValues: unknown[] = []
-  try {
+  return await fileOf(writer, async () => {
     for await (const rows of chunks) {
       counted?.(rows.count)
       const { data, starts, lengths } = rows
@@ -213,11 +216,7 @@ export async function flatGeobufOfBinaryRows (chunks: AsyncIterable<BinaryRows>,
       }
     }
     await file.none()
-  } catch (e) {
-    await writer.abort()
-    throw e
-  }
-  return writer.finish()
+  })
 }
 
 /** The lines of a text format for chunks of Feature texts from anywhere (the CLI's export). */
