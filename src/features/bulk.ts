@@ -1,11 +1,11 @@
 // Bulk out and in, for the CLI's export and import. Export reads an organisation's sources (a
 // CQL2 filter as on the items) in id ranges, two at a time (features.pager.ts rangeChunks),
 // into GeoJSONSeq, NDJSON, CSV (from the Feature texts) or FlatGeobuf (from the Features in
-// parts: featureRowChunks, or their bytes through binary COPY: featureBinaryChunks). Import streams a GeoJSONSeq/NDJSON or FlatGeobuf
-// file in batches through createSources (the POST rules, unchanged), keeps what a client may
-// send (the client's feature id, start_at, end_at, the attributes, the geometry; POST ignores
-// the service's own properties), so an export imports again, and reports each refused feature
-// with its reason. A repeated feature (same feature id, overlapping period) is refused by the
+// parts: featureRowChunks, or their bytes through binary COPY: featureBinaryChunks). Import
+// streams a GeoJSONSeq/NDJSON or FlatGeobuf file in batches through createSources (the POST
+// rules, unchanged), keeps what a client may send (the client's feature id, start_at, end_at,
+// the attributes, the geometry; POST ignores the service's own properties), so an export
+// imports again, and reports each refused feature with its reason. A repeated feature (same feature id, overlapping period) is refused by the
 // database with SOURCE_CONFLICT: counted as already stored, never stored twice. A progress file
 // beside the input names how many features are settled, so a resumed import (after kill -9
 // too) skips them; a batch stored but not yet recorded there is sent again and is all "already
@@ -79,14 +79,13 @@ export async function exportSources (
     // Its failure is the export's, met where it is awaited.
     attributeColumns.catch(() => {})
     if (options.format === 'fgb') {
-      const attributes = attributeColumns
       // Through binary COPY where the database can (the server backend; a filter's values
       // inlinable): the same file, made with a fraction of Node's work (docs/performance.md).
       const { filter, sort, output } = page.parsed
       const copy = options.copy ?? store.canCopyRanges({ scope, filter, page: { sort, after: { values: [], id: '' }, until: '', limit: rowsPerQuery }, cap: 0, output })
       const file = copy
-        ? await flatGeobufOfBinaryRows(featureBinaryChunks(page), output, counted, attributes)
-        : await flatGeobufOfRows(featureRowChunks(page), output, counted, attributes)
+        ? await flatGeobufOfBinaryRows(featureBinaryChunks(page), output, counted, attributeColumns)
+        : await flatGeobufOfRows(featureRowChunks(page), output, counted, attributeColumns)
       for await (const chunk of file) await write(chunk)
     } else {
       const attributes = await attributeColumns

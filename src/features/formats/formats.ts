@@ -89,11 +89,11 @@ export async function flatGeobuf (source: AsyncIterable<OutFeature[]>, srid = 43
 }
 
 /**
- * The file's columns for a bulk export's chunks of rows (rowsOf: each row's id and returned
- * properties, values unread; attributesOf: its attributes), made from the first chunk's Features
- * and again for each attribute a later chunk brings; `from` says where each comes from in a row:
- * its id (-1), a returned property's position among `columns` (featureColumnList), or an
- * attribute (-2).
+ * The file's columns for a bulk export's chunks of rows, made from the first chunk's Features
+ * (update's propertiesOf: a row's properties, of which only the names and the attributes' values
+ * count) and again for each attribute a later chunk brings (rowAttributes); `from` says where
+ * each comes from in a row: its id (-1), a returned property's position among `columns`
+ * (featureColumnList), or an attribute (-2).
  */
 class ExportColumns {
   names: string[] = []
